@@ -1,0 +1,162 @@
+"""Config dataclasses -> command line, presets, validation, and the `error: ...` exit contract.
+
+Each entry script declares ONE flat dataclass (subclassing RunConfig for the flags every training
+script shares). Each field's `help` metadata is its docstring and its --flag help. Precedence:
+field defaults < `--config FILE` (JSON or `key = value` lines) < flags given on the command line.
+"""
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+
+class UserError(Exception):
+    """Bad input from the user: reported as one `error: ...` line, exit status 2."""
+
+
+def opt(default, help, choices=None):
+    """A config field with its help text (and, for strings, the valid choices)."""
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
+@dataclass
+class RunConfig:
+    """Flags every training script has (shared/CONTRACT.md)."""
+    run_dir: str = opt("", "run directory (default: runs/<script>__<dataset>__<loss>__s<seed>__<time>)")
+    steps: int = opt(500, "optimizer steps (iterations) to train for, in total")
+    seed: int = opt(0, "seed of the host RNG that draws data, noise and initial weights")
+    mode: str = opt("graph", "graph: jit-compiled steps; pynative: eager", ["graph", "pynative"])
+    device: str = opt("", "CPU, GPU or Ascend (default: the best one present)", ["", "CPU", "GPU", "Ascend"])
+    log_every: int = opt(50, "log scalars to TensorBoard and the progress bar every N steps")
+    ckpt_every: int = opt(0, "checkpoint every N steps (0: only at the end)")
+    keep_ckpts: int = opt(3, "keep the last N checkpoints (0: keep all)")
+    resume: bool = opt(False, "continue from the latest checkpoint in --run-dir")
+    force: bool = opt(False, "with --resume: accept a config that differs from the checkpoint's")
+    config: str = opt("", "preset file (JSON object or `key = value` lines); command-line flags win")
+    dry_run: bool = opt(False, "print the resolved config as JSON and exit")
+    no_progress: bool = opt(False, "no tqdm progress bar (also off when stderr is not a TTY)")
+    debug: bool = opt(False, "show the full traceback on errors")
+
+    # fields that describe how to run, not what is trained: they may change on --resume
+    RUNTIME_KEYS = ("run_dir", "steps", "mode", "device", "log_every", "ckpt_every", "keep_ckpts",
+                    "resume", "force", "config", "dry_run", "no_progress", "debug")
+
+    def check(self, cond, message):
+        if not cond:
+            raise UserError(message)
+
+    def validate(self):
+        self.check(self.steps > 0, f"--steps must be > 0, got {self.steps}")
+        self.check(self.seed >= 0, f"--seed must be >= 0, got {self.seed}")
+        self.check(self.log_every > 0, f"--log-every must be > 0, got {self.log_every}")
+        self.check(self.ckpt_every >= 0, f"--ckpt-every must be >= 0, got {self.ckpt_every}")
+        self.check(self.keep_ckpts >= 0, f"--keep-ckpts must be >= 0, got {self.keep_ckpts}")
+        self.check(not (self.resume and not self.run_dir), "--resume needs --run-dir")
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def model_dict(self):
+        """The config minus runtime keys: what must match for a resume to continue the same run."""
+        return {k: v for k, v in self.to_dict().items() if k not in self.RUNTIME_KEYS}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse prints usage too)
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _type_name(f):
+    return f.type if isinstance(f.type, str) else f.type.__name__
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def build_parser(cls, description):
+    parser = _Parser(description=description, argument_default=argparse.SUPPRESS)
+    for f in dataclasses.fields(cls):
+        help_text = f.metadata.get("help", "")
+        if _type_name(f) == "bool":
+            parser.add_argument(_flag(f.name), action="store_true", help=help_text)
+            if f.default is True:
+                parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false")
+            continue
+        typ = {"int": int, "float": float, "str": str}[_type_name(f)]
+        parser.add_argument(_flag(f.name), type=typ, choices=f.metadata.get("choices"),
+                            help=f"{help_text} (default: {f.default!r})")
+    return parser
+
+
+def read_preset(path, cls):
+    """A preset file: a JSON object, or `key = value` lines (values parsed as JSON when they can be)."""
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise UserError(f"cannot read --config {path}: {e.strerror}")
+    try:
+        values = json.loads(text)
+        if not isinstance(values, dict):
+            raise UserError(f"--config {path}: expected a JSON object")
+    except json.JSONDecodeError:
+        values = {}
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if "=" not in line:
+                raise UserError(f"--config {path}:{n}: expected `key = value`, got {line!r}")
+            key, value = (s.strip() for s in line.split("=", 1))
+            try:
+                values[key.replace("-", "_")] = json.loads(value)
+            except json.JSONDecodeError:
+                values[key.replace("-", "_")] = value
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in values.items():
+        if key not in known:
+            raise UserError(f"--config {path}: unknown key {key!r}")
+        tname = _type_name(known[key])
+        expected = {"int": int, "float": (int, float), "str": str, "bool": bool}[tname]
+        if not isinstance(value, expected) or (tname != "bool" and isinstance(value, bool)):
+            raise UserError(f"--config {path}: {key} = {value!r} is not a {tname}")
+        choices = known[key].metadata.get("choices")
+        if choices and value not in choices:
+            raise UserError(f"--config {path}: {key} must be one of {choices}, got {value!r}")
+    return values
+
+
+def parse_config(cls, argv, description):
+    """Defaults < preset < command line; then validate. Raises UserError on bad input."""
+    args = vars(build_parser(cls, description).parse_args(argv))
+    values = {}
+    if args.get("config"):
+        values.update(read_preset(args["config"], cls))
+    values.update(args)
+    fields = cls.__dataclass_fields__
+    cfg = cls(**{k: (float(v) if _type_name(fields[k]) == "float" else v) for k, v in values.items()})
+    cfg.validate()
+    return cfg
+
+
+def default_run_dir(script, dataset, loss, seed):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{script}__{dataset}__{loss}__s{seed}__{stamp}")
+
+
+def run_cli(main, argv=None):
+    """Run `main(argv)`; turn UserError into `error: ...` + exit 2 (traceback only with --debug)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        code = main(argv)
+    except UserError as e:
+        if "--debug" in argv:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(code or 0)

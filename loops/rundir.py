@@ -1,0 +1,62 @@
+"""The run directory: config.json, metrics.json, checkpoints/, TensorBoard events.
+
+Nothing here overwrites an existing run by accident: a fresh run refuses a directory that
+already holds checkpoints, and --resume refuses a config that changed what is trained.
+"""
+import json
+import os
+
+from loops import checkpoint
+from loops.config import UserError, default_run_dir
+
+
+def write_json(path, obj):
+    """Atomic JSON write (temp + rename): a reader never sees half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def prepare(cfg, script, dataset, loss):
+    """Resolve and check cfg.run_dir. Returns the checkpoint to resume from (or None)."""
+    if not cfg.run_dir:
+        cfg.run_dir = default_run_dir(script, dataset, loss, cfg.seed)
+    run_dir = cfg.run_dir
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise UserError(f"--run-dir {run_dir} exists and is not a directory")
+    resume_from = None
+    if cfg.resume:
+        resume_from = checkpoint.latest(run_dir)
+        if resume_from is None:
+            raise UserError(f"--resume: no checkpoint in {os.path.join(run_dir, 'checkpoints')}")
+    elif checkpoint.list_checkpoints(run_dir):
+        raise UserError(f"{run_dir} already holds checkpoints: pass --resume to continue it, "
+                        "or choose another --run-dir")
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        probe = os.path.join(run_dir, f".write_test{os.getpid()}")
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as e:
+        raise UserError(f"--run-dir {run_dir} is not writable ({e.strerror})")
+    return resume_from
+
+
+def check_resume_config(cfg, meta):
+    """Refuse to resume with changed model/data flags unless --force; name the keys that differ."""
+    saved = meta.get("config", {})
+    now = cfg.model_dict()
+    differ = sorted(k for k in set(saved) | set(now) if k not in cfg.RUNTIME_KEYS and saved.get(k) != now.get(k))
+    if differ and not cfg.force:
+        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
+        raise UserError(f"--resume with a different config ({detail}); pass --force to accept")
+
+
+def write_config(cfg):
+    write_json(os.path.join(cfg.run_dir, "config.json"), cfg.to_dict())
+
+
+def write_metrics(run_dir, metrics):
+    write_json(os.path.join(run_dir, "metrics.json"), metrics)

@@ -1,0 +1,89 @@
+"""make_step: the ONE place where value_and_grad and jit are called.
+
+A training step is `value_and_grad(forward_fn, None, optimizer.parameters)`, a gradient
+transform (loops/transforms.py), and `optimizer(grads)`, compiled with `mindspore.jit`
+(or left eager under `--mode pynative`). Steps return Tensors, never numpy: the driver syncs
+only at its log interval.
+"""
+import numpy as np
+import mindspore as ms
+from mindspore import ops, Tensor
+
+from loops.transforms import Chain, global_norm
+
+
+def jit_enabled():
+    """Compile unless the user asked for PyNative (eager) mode."""
+    return ms.get_context("mode") != ms.PYNATIVE_MODE
+
+
+def maybe_jit(fn):
+    """jit-compile `fn` in graph mode; leave it eager in PyNative mode."""
+    return ms.jit(fn) if jit_enabled() else fn
+
+
+class Step:
+    """A compiled training step: `step(*inputs, rng=None) -> (loss, aux, grad_norm, grad_norm_after)`.
+
+    `body` is the uncompiled function, for composing several steps inside one compiled loop.
+    `transform` holds the gradient transform (and its state Parameters, for checkpoints).
+    When the transform needs host noise, pass a numpy Generator as `rng`.
+    """
+
+    def __init__(self, body, transform):
+        self.body = body
+        self.transform = transform
+        self.noise_size = transform.noise_size
+        self.fn = maybe_jit(body)
+
+    def host_noise(self, rng):
+        """The standard normals the transform consumes this step, drawn on the host."""
+        return Tensor.from_numpy(rng.standard_normal(self.noise_size, dtype=np.float32))
+
+    def __call__(self, *inputs, rng=None):
+        if self.noise_size:
+            if rng is None:
+                raise ValueError("this step adds gradient noise: pass rng=numpy Generator")
+            inputs = inputs + (self.host_noise(rng),)
+        return self.fn(*inputs)
+
+
+def make_step(forward_fn, optimizer, transform=None, has_aux=False):
+    """Build the step for `forward_fn(*inputs) -> loss` (or `(loss, aux)` with has_aux=True).
+
+    Gradients are taken w.r.t. `optimizer.parameters` only, so a D step can never move G.
+    The step returns (loss, aux, global grad norm before the transform, after it); aux is () without
+    has_aux. With a transform that takes noise, the step's last input is the flat host noise.
+    """
+    transform = transform if transform is not None else Chain()
+    grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=has_aux)
+    takes_noise = transform.noise_size > 0
+    can_skip = transform.can_skip
+
+    def body(*inputs):
+        if takes_noise:
+            noise = inputs[-1]
+            inputs = inputs[:-1]
+        else:
+            noise = None
+        out, grads = grad_fn(*inputs)
+        if has_aux:
+            loss = out[0]
+            aux = out[1:]
+        else:
+            loss = out
+            aux = ()
+        norm_before = global_norm(grads)
+        if can_skip:
+            grads, apply = transform(grads, ops.ones((), ms.bool_), noise)
+            norm_after = global_norm(grads)
+            if apply:
+                # depend: order the update before the return and keep it from being pruned
+                loss = ops.depend(loss, optimizer(grads))
+        else:
+            grads, _ = transform(grads, True, noise)
+            norm_after = global_norm(grads)
+            loss = ops.depend(loss, optimizer(grads))
+        return loss, aux, norm_before, norm_after
+
+    return Step(body, transform)
