@@ -1,0 +1,51 @@
+"""Shared test helpers: run an entry script as a user would, read TensorBoard events and checkpoints."""
+import os
+import subprocess
+import sys
+
+import mindspore as ms
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_script(script, *args, check=True, timeout=600):
+    """Run `python script args...` from the repo root; returns the CompletedProcess."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_v="3")
+    proc = subprocess.run([sys.executable, script, *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} {args} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def error_lines(proc):
+    """stderr minus MindSpore's own warning lines."""
+    return [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("[WARNING")]
+
+
+def checkpoint_arrays(path):
+    """name -> numpy array of every parameter in a checkpoint."""
+    data = ms.load_checkpoint(str(path))
+    return {k: v.asnumpy() for k, v in data.items() if hasattr(v, "asnumpy")}
+
+
+def scalar_tags(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+    acc.Reload()
+    return acc
+
+
+@pytest.fixture
+def graph_mode():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    yield
+    ms.set_context(mode=ms.GRAPH_MODE)
+
+
+def assert_same_arrays(a, b):
+    assert sorted(a) == sorted(b)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)

@@ -1,0 +1,117 @@
+"""train_regression.py end to end: convergence, exact resume, TensorBoard tags, CLI errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+
+
+def test_converges_to_true_line_and_logs(tmp_path):
+    run = tmp_path / "reg"
+    run_script("train_regression.py", "--run-dir", run, "--log-every", 100)
+    m = json.loads((run / "metrics.json").read_text())
+    assert abs(m["w"] - 2.0) < 0.01 and abs(m["b"] - 3.0) < 0.01, m
+    assert m["steps"] == 500 and m["loss"] < 1e-3
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["lr"] == 0.01 and cfg["batch_size"] == 4 and cfg["optimizer"] == "sgd"
+    acc = scalar_tags(run)
+    tags = acc.Tags()
+    assert {"loss/train", "grad_norm/model", "grad_norm/model_after", "perf/steps_per_s"} <= set(tags["scalars"])
+    assert [e.step for e in acc.Scalars("loss/train")] == [100, 200, 300, 400, 500]
+    losses = [e.value for e in acc.Scalars("loss/train")]
+    assert losses[-1] < losses[0]
+    assert "config/text_summary" in tags["tensors"]
+    assert os.listdir(run / "checkpoints") == ["step_00000500.ckpt"]
+
+
+@pytest.mark.parametrize("flags", [[], ["--grad-noise", "0.01", "--accumulate", "3", "--clip-norm", "5",
+                                        "--optimizer", "adam", "--skip-nonfinite"]])
+def test_resume_is_bit_identical(tmp_path, flags):
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    common = ["--steps", 60, "--log-every", 10, *flags]
+    run_script("train_regression.py", "--run-dir", whole, *common)
+    run_script("train_regression.py", "--run-dir", parts, *common[:1], 25, *common[2:])
+    run_script("train_regression.py", "--run-dir", parts, "--resume", *common)
+    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000060.ckpt"),
+                       checkpoint_arrays(parts / "checkpoints/step_00000060.ckpt"))
+
+
+def test_clip_value_really_bounds_each_update(tmp_path):
+    # lr 1 and clip 0.001: each SGD update moves w and b by at most 0.001, so 20 steps <= 0.02
+    run = tmp_path / "clip"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 20, "--lr", 1.0, "--clip-value", 0.001)
+    m = json.loads((run / "metrics.json").read_text())
+    assert 0.0 < abs(m["w"]) <= 0.02 + 1e-6 and 0.0 < abs(m["b"]) <= 0.02 + 1e-6
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "-1"], "--lr must be"),
+    (["--steps", "0"], "--steps must be > 0"),
+    (["--accumulate", "0"], "--accumulate must be > 0"),
+    (["--device", "TPU"], "invalid choice"),
+    (["--clip-norm", "nan"], "--clip-norm must be"),
+    (["--steps", "ten"], "invalid int value"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_flags_exit_2_with_one_line(tmp_path, args, message):
+    proc = run_script("train_regression.py", "--run-dir", tmp_path / "r", *args, check=False)
+    assert proc.returncode == 2
+    lines = error_lines(proc)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_resume_without_checkpoint_is_refused(tmp_path):
+    proc = run_script("train_regression.py", "--run-dir", tmp_path / "empty", "--resume", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: --resume: no checkpoint in {tmp_path / 'empty' / 'checkpoints'}"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "zero", "random"])
+def test_corrupt_checkpoint_is_refused_and_left_alone(tmp_path, damage):
+    run = tmp_path / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 10)
+    ckpt = run / "checkpoints/step_00000010.ckpt"
+    data = ckpt.read_bytes()
+    bad = {"truncate": data[: len(data) // 2], "zero": b"",
+           "random": np.random.default_rng(0).bytes(len(data))}[damage]
+    ckpt.write_bytes(bad)
+    before = sorted(os.listdir(run)), (run / "config.json").read_text()
+    proc = run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", 20, check=False)
+    assert proc.returncode == 2
+    lines = error_lines(proc)
+    assert len(lines) == 1 and "is corrupt" in lines[0] and "step_00000010.ckpt" in lines[0], proc.stderr
+    assert ckpt.read_bytes() == bad
+    assert (sorted(os.listdir(run)), (run / "config.json").read_text()) == before
+
+
+def test_fresh_run_refuses_a_dir_with_checkpoints(tmp_path):
+    run = tmp_path / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 5)
+    stamp = (run / "checkpoints/step_00000005.ckpt").read_bytes()
+    proc = run_script("train_regression.py", "--run-dir", run, "--steps", 5, check=False)
+    assert proc.returncode == 2 and "already holds checkpoints" in error_lines(proc)[0]
+    assert (run / "checkpoints/step_00000005.ckpt").read_bytes() == stamp
+
+
+def test_resume_with_changed_model_flags_needs_force(tmp_path):
+    run = tmp_path / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 5)
+    proc = run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", 8, "--lr", 0.1, check=False)
+    assert proc.returncode == 2 and "lr: 0.01 -> 0.1" in error_lines(proc)[0]
+    run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", 8, "--lr", 0.1, "--force")
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 8
+
+
+def test_preset_file_and_dry_run(tmp_path):
+    preset = tmp_path / "p.cfg"
+    preset.write_text("lr = 0.05\nbatch-size = 8  # comment\n")
+    proc = run_script("train_regression.py", "--config", preset, "--batch-size", 16, "--dry-run")
+    cfg = json.loads(proc.stdout)
+    assert cfg["lr"] == 0.05 and cfg["batch_size"] == 16  # command line wins over the preset
+    preset.write_text('{"lr": "fast"}')
+    proc = run_script("train_regression.py", "--config", preset, "--dry-run", check=False)
+    assert proc.returncode == 2 and "lr = 'fast' is not a float" in error_lines(proc)[0]
