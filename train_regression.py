@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from mindspore import Tensor, ops
+from mindspore import ops
 
 from data.regression import X_RANGE, sample_batch
 from loops import checkpoint, rundir, runtime, transforms
@@ -34,6 +34,7 @@ class RegressionConfig(RunConfig):
     grad_noise: float = opt(0.0, "add N(0, SIGMA^2) noise to every gradient element (0: off)")
     accumulate: int = opt(1, "average gradients over K micro-batches per update")
     skip_nonfinite: bool = opt(False, "skip (and count) updates whose gradients hold NaN/Inf")
+    steps_per_call: int = opt(1, "run K updates inside one compiled loop (1: one call per step)")
 
     def validate(self):
         super().validate()
@@ -44,6 +45,7 @@ class RegressionConfig(RunConfig):
             self.check(value >= 0 and np.isfinite(value),
                        f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
         self.check(self.accumulate > 0, f"--accumulate must be > 0, got {self.accumulate}")
+        self.check(self.steps_per_call > 0, f"--steps-per-call must be > 0, got {self.steps_per_call}")
 
 
 def main(argv):
@@ -75,10 +77,14 @@ def main(argv):
         start = meta["step"]
     rundir.write_config(cfg)
 
-    def fit(step):
-        x, y = sample_batch(rng, cfg.batch_size)
-        loss, _, norm, norm_after = step_fn(Tensor.from_numpy(x), Tensor.from_numpy(y), rng=rng)
-        return {"loss/train": loss, "grad_norm/model": norm, "grad_norm/model_after": norm_after}
+    def draw():  # host inputs of one micro-batch step
+        return sample_batch(rng, cfg.batch_size) + step_fn.draw_noise(rng)
+
+    def fit(*inputs):
+        loss, _, norm, norm_after = step_fn.body(*inputs)
+        return loss, norm, norm_after
+    fit_phase = Phase("fit", draw, fit, ("loss/train", "grad_norm/model", "grad_norm/model_after"),
+                      repeat=cfg.accumulate)
 
     def save(step):
         checkpoint.save(cfg.run_dir, step, state, {"rng": rng.bit_generator.state, "config": cfg.to_dict()},
@@ -88,8 +94,8 @@ def main(argv):
     code = 0
     last = {}
     if start < cfg.steps:
-        last, code = train([Phase("fit", fit, repeat=cfg.accumulate)], start_step=start, steps=cfg.steps,
-                           log_every=cfg.log_every, logger=logger, save=save, ckpt_every=cfg.ckpt_every)
+        last, code = train([fit_phase], start_step=start, steps=cfg.steps, log_every=cfg.log_every,
+                           logger=logger, save=save, ckpt_every=cfg.ckpt_every, steps_per_call=cfg.steps_per_call)
     w = float(model.dense.weight.asnumpy().reshape(()))
     b = float(model.dense.bias.asnumpy().reshape(()))
     # noise-free MSE of the fitted line on a fixed grid over the data range

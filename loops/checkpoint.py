@@ -77,6 +77,7 @@ def load_into(path, params):
 
     Every parameter must be present with the same shape: the error names the first mismatch.
     """
+    params = list(params)
     data, meta = read(path)
     for p in params:
         if p.name not in data:

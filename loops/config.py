@@ -43,7 +43,8 @@ class RunConfig:
 
     # fields that describe how to run, not what is trained: they may change on --resume
     RUNTIME_KEYS = ("run_dir", "steps", "mode", "device", "log_every", "ckpt_every", "keep_ckpts",
-                    "resume", "force", "config", "dry_run", "no_progress", "debug")
+                    "resume", "force", "config", "dry_run", "no_progress", "debug", "steps_per_call",
+                    "sample_every", "eval_every", "eval_samples")
 
     def check(self, cond, message):
         if not cond:

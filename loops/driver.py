@@ -1,22 +1,47 @@
 """The driver loop: scheduling in Python, math in jit.
 
 An iteration runs a list of phases in order (e.g. D x n_critic, G, EMA); a phase runs `repeat`
-times when `step % every == 0`. Phase functions return dicts of tag -> Tensor; the driver only
-syncs them to the host at `log_every`. Hooks (samples, evaluation) and checkpoints run at their
-own intervals. SIGINT/SIGTERM finish the current iteration, save a checkpoint, and stop.
+times when `step % every == 0`. A phase is a pair:
+  draw()        host inputs of one call (numpy arrays, drawn from the host RNG), and
+  body(*inputs) the uncompiled device function, returning a tuple of scalar Tensors named `tags`.
+
+Single-step mode compiles each body and calls it once per phase call. Multi-step mode
+(`steps_per_call=K`) compiles ONE function that runs K whole iterations in a `while` loop, with the
+host inputs of all K iterations drawn in the same order and passed in stacked: same math, same
+RNG stream, so the weights are bit-identical, but one call (and one host round trip) per K
+iterations instead of ~3 per iteration; per-call overhead dominates small models on CPU.
+
+Values are synced to the host only at `log_every`. Hooks and checkpoints run at their own
+intervals (in multi-step mode: after the call that crosses them). SIGINT/SIGTERM finish the
+current call, save a checkpoint, and stop.
 """
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, ops
+
+from loops.step import maybe_jit
 
 
 @dataclass
 class Phase:
     name: str
-    run: Callable  # step -> dict of tag -> Tensor
+    draw: Callable   # () -> tuple of numpy arrays (host inputs of one call)
+    body: Callable   # (*Tensors) -> tuple of scalar Tensors
+    tags: tuple = ()  # names of the body's outputs, for logging
     every: int = 1
     repeat: int = 1
+    compiled: Callable = field(default=None, repr=False)
+
+    def run(self):
+        if self.compiled is None:
+            self.compiled = maybe_jit(self.body)
+        inputs = tuple(Tensor.from_numpy(np.ascontiguousarray(a)) for a in self.draw())
+        return dict(zip(self.tags, self.compiled(*inputs)))
 
 
 @dataclass
@@ -26,7 +51,7 @@ class Hook:
 
 
 class StopRequest:
-    """Turns SIGINT/SIGTERM into a flag the loop checks between iterations."""
+    """Turns SIGINT/SIGTERM into a flag the loop checks between calls."""
 
     def __init__(self):
         self.signum = None
@@ -38,7 +63,7 @@ class StopRequest:
         return self
 
     def handle(self, signum, frame):
-        if self.signum is not None:  # second signal: give up waiting
+        if self.signum is not None:  # second signal: stop waiting
             raise KeyboardInterrupt
         self.signum = signum
 
@@ -53,34 +78,95 @@ def run_iteration(phases, step):
     for phase in phases:
         if step % phase.every == 0:
             for _ in range(phase.repeat):
-                out.update(phase.run(step))
+                out.update(phase.run())
     return out
 
 
-def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=()):
+class MultiStep:
+    """K iterations of the phase schedule in one compiled while loop (see module docstring)."""
+
+    def __init__(self, phases, k):
+        if any(p.every != 1 for p in phases):
+            raise ValueError("multi-step mode needs every phase to run every iteration")
+        self.phases, self.k = phases, k
+        self.fn = None
+
+    def _build(self, counts):
+        phases, k = self.phases, self.k
+        n_tags = sum(len(p.tags) for p in phases)
+
+        weights = Tensor(np.concatenate([np.full(len(p.tags), 1.0 / (k * p.repeat), np.float32) for p in phases]))
+
+        def fused(*stacked):
+            # the loop carries ONE Tensor (the sum of every tagged output): graph-mode while loops
+            # do not carry Python lists
+            acc = ops.zeros((n_tags,), ms.float32)
+            i = Tensor(0, ms.int32)
+            while i < k:
+                offset, values = 0, []
+                for phase, count in zip(phases, counts):
+                    phase_sum = None
+                    for r in range(phase.repeat):
+                        outs = phase.body(*[stacked[offset + a][i * phase.repeat + r] for a in range(count)])
+                        outs = ops.stack([o.astype(ms.float32) for o in outs[:len(phase.tags)]]) if phase.tags else None
+                        phase_sum = outs if phase_sum is None else phase_sum + outs
+                    if phase.tags:
+                        values.append(phase_sum)
+                    offset += count
+                acc = acc + ops.concat(values) * weights
+                i = i + 1
+            return acc
+        return maybe_jit(fused)
+
+    def run(self):
+        draws = [[] for _ in self.phases]
+        for _ in range(self.k):  # the same draw order as k single iterations
+            for phase, bucket in zip(self.phases, draws):
+                for _ in range(phase.repeat):
+                    bucket.append(phase.draw())
+        stacked = []
+        for bucket in draws:
+            stacked += [Tensor.from_numpy(np.ascontiguousarray(np.stack(arrays))) for arrays in zip(*bucket)]
+        if self.fn is None:
+            self.fn = self._build([len(bucket[0]) for bucket in draws])
+        means = self.fn(*stacked)
+        tags = [tag for phase in self.phases for tag in phase.tags]
+        return {tag: means[j] for j, tag in enumerate(tags)}
+
+
+def crossed(prev, done, every):
+    return bool(every) and done // every > prev // every
+
+
+def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=(), steps_per_call=1):
     """Run iterations start_step..steps-1. `save(step)` writes a checkpoint after `step` iterations.
 
     Returns (last logged scalars, exit code): 0 when all steps ran, 128+signal when stopped early.
     """
+    multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 else None
     last = {}
+    step = start_step
     tick, tick_step = time.perf_counter(), start_step
     with StopRequest() as stop:
-        for step in range(start_step, steps):
-            out = run_iteration(phases, step)
-            done = step + 1
-            logger.advance()
-            if done % log_every == 0 or done == steps:
+        while step < steps:
+            if multi is not None and steps - step >= multi.k:
+                out, n = multi.run(), multi.k
+            else:  # single-step mode, or the tail shorter than one multi-step call
+                out, n = run_iteration(phases, step), 1
+            prev, step = step, step + n
+            logger.advance(n)
+            if crossed(prev, step, log_every) or step == steps:
                 now = time.perf_counter()
-                out["perf/steps_per_s"] = (done - tick_step) / max(now - tick, 1e-9)
-                tick, tick_step = now, done
-                last = logger.scalars(done, out)
+                out["perf/steps_per_s"] = (step - tick_step) / max(now - tick, 1e-9)
+                tick, tick_step = now, step
+                last = logger.scalars(step, out)
             for hook in hooks:
-                if hook.every and done % hook.every == 0:
-                    hook.run(done)
+                if crossed(prev, step, hook.every):
+                    hook.run(step)
             if stop.signum is not None:
-                save(done)
+                save(step)
                 return last, 128 + stop.signum
-            if ckpt_every and done % ckpt_every == 0 and done != steps:
-                save(done)
+            if crossed(prev, step, ckpt_every) and step != steps:
+                save(step)
     save(steps)
     return last, 0

@@ -5,6 +5,7 @@
 in a GAN both optimizers would own a `state_step`, which breaks a shared graph and a checkpoint,
 so every state Parameter gets the model's prefix (`d.opt.state_step`).
 """
+from mindspore import Parameter
 from mindspore.experimental import optim
 
 OPTIMIZERS = {
@@ -22,6 +23,11 @@ def make_optimizer(name, params, lr, prefix, betas=(0.9, 0.999), weight_decay=0.
     for p in opt.get_parameters():
         if id(p) not in model_ids:
             p.name = prefix + "opt." + p.name
+    # the learning rate lives in param_groups as a Parameter (`learning_rate_group_0`), outside
+    # get_parameters(): rename it too, and keep it for checkpoints (schedules change it)
+    opt.lr_parameters = [v for group in opt.param_groups for v in group.values() if isinstance(v, Parameter)]
+    for p in opt.lr_parameters:
+        p.name = prefix + "opt." + p.name
     return opt
 
 
@@ -29,7 +35,7 @@ def all_parameters(*cells):
     """Every Parameter of the given Cells (models, optimizers, transforms), each once, in order."""
     seen, out = set(), []
     for cell in cells:
-        for p in cell.get_parameters():
+        for p in list(cell.get_parameters()) + getattr(cell, "lr_parameters", []):
             if id(p) not in seen:
                 seen.add(id(p))
                 out.append(p)

@@ -36,15 +36,15 @@ class Step:
         self.noise_size = transform.noise_size
         self.fn = maybe_jit(body)
 
-    def host_noise(self, rng):
-        """The standard normals the transform consumes this step, drawn on the host."""
-        return Tensor.from_numpy(rng.standard_normal(self.noise_size, dtype=np.float32))
+    def draw_noise(self, rng):
+        """() or (the standard normals the transform consumes this step,), drawn on the host."""
+        return (rng.standard_normal(self.noise_size, dtype=np.float32),) if self.noise_size else ()
 
     def __call__(self, *inputs, rng=None):
         if self.noise_size:
             if rng is None:
                 raise ValueError("this step adds gradient noise: pass rng=numpy Generator")
-            inputs = inputs + (self.host_noise(rng),)
+            inputs = inputs + (Tensor.from_numpy(self.draw_noise(rng)[0]),)
         return self.fn(*inputs)
 
 

@@ -1,1 +1,9 @@
-"""Model registry: name -> constructor. A new model is its file plus one line here."""
+"""Model registry: architecture name -> (generator, discriminator) constructors.
+A new model is its file plus one line here."""
+from models.dcgan import DCGANDiscriminator, DCGANGenerator
+from models.mlp import MLPDiscriminator, MLPGenerator
+
+ARCHS = {
+    "mlp": (MLPGenerator, MLPDiscriminator),
+    "dcgan": (DCGANGenerator, DCGANDiscriminator),
+}

@@ -1,0 +1,43 @@
+"""Exponential moving average of the generator's weights (Karras et al. 2018; Yazici et al. 2019).
+
+`target` is a second generator instance (eval mode, its own parameter names `g_ema.*`):
+ema <- decay * ema + (1 - decay) * g for trainable weights; BatchNorm running statistics are
+copied. The update is compiled and writes in place (ops.assign), so compiled samplers of the
+target always see the current averages (data loaded with set_data after compiling would be ignored).
+"""
+import mindspore as ms
+from mindspore import Tensor, ops
+
+from loops.step import maybe_jit
+
+
+class EMA:
+    def __init__(self, source, target, decay):
+        self.decay = Tensor(float(decay), ms.float32)
+        self.copy_all = Tensor(0.0, ms.float32)
+        trainable = {id(p) for p in source.trainable_params()}
+        pairs = list(zip(source.get_parameters(), target.get_parameters()))
+        for s, t in pairs:
+            assert s.shape == t.shape, (s.name, t.name)
+        averaged = tuple((s, t) for s, t in pairs if id(s) in trainable)
+        copied = tuple((s, t) for s, t in pairs if id(s) not in trainable)
+
+        def update(decay):
+            # thread every assign into the output: inside a compiled while loop, side effects that
+            # nothing depends on are not reliably ordered after the G update of the same iteration
+            done = decay
+            for s, t in averaged:
+                done = ops.depend(done, ops.assign(t, decay * t + (1.0 - decay) * s))
+            for s, t in copied:
+                done = ops.depend(done, ops.assign(t, s))
+            return done
+
+        self.body = update  # uncompiled, for the multi-step loop
+        self.fn = maybe_jit(update)
+
+    def update(self):
+        return self.fn(self.decay)
+
+    def copy(self):
+        """Make the target an exact copy of the source (decay 0)."""
+        return self.fn(self.copy_all)

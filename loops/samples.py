@@ -1,0 +1,42 @@
+"""Pictures of samples: an image grid, or a scatter plot of 2-D samples over the real data.
+Both return HWC uint8 arrays (TensorBoard's add_image takes them) and save as PNG with Pillow."""
+import numpy as np
+from PIL import Image
+
+
+def image_grid(images, columns=8, upscale=0):
+    """(N, C, H, W) in [-1, 1] -> one HWC uint8 grid, 2-pixel gaps; small images are upscaled."""
+    n, c, h, w = images.shape
+    upscale = upscale or max(1, 32 // h)
+    rows = (n + columns - 1) // columns
+    pix = np.clip((images + 1.0) * 127.5, 0, 255).astype(np.uint8)
+    pix = pix.repeat(upscale, axis=2).repeat(upscale, axis=3)
+    h, w = h * upscale, w * upscale
+    grid = np.full((rows * (h + 2) + 2, columns * (w + 2) + 2, c), 255, np.uint8)
+    for i in range(n):
+        r, k = divmod(i, columns)
+        grid[2 + r * (h + 2):2 + r * (h + 2) + h, 2 + k * (w + 2):2 + k * (w + 2) + w] = pix[i].transpose(1, 2, 0)
+    return np.repeat(grid, 3, axis=2) if c == 1 else grid
+
+
+def scatter_plot(samples, centers, extent=5.0, size=320):
+    """Samples (red) over the mixture's centres (blue rings) on [-extent, extent]^2."""
+    canvas = np.full((size, size, 3), 255, np.uint8)
+
+    def to_pixels(xy):
+        p = (np.asarray(xy) + extent) / (2 * extent) * (size - 1)
+        return np.round(p[:, 0]).astype(int), np.round((size - 1) - p[:, 1]).astype(int)
+
+    cx, cy = to_pixels(centers)
+    for dx in range(-4, 5):
+        for dy in range(-4, 5):
+            if 9 <= dx * dx + dy * dy <= 16:
+                canvas[np.clip(cy + dy, 0, size - 1), np.clip(cx + dx, 0, size - 1)] = (40, 90, 220)
+    sx, sy = to_pixels(samples)
+    keep = (sx >= 0) & (sx < size) & (sy >= 0) & (sy < size)
+    canvas[sy[keep], sx[keep]] = (220, 30, 30)
+    return canvas
+
+
+def save_png(path, hwc_uint8):
+    Image.fromarray(hwc_uint8).save(path)

@@ -1,0 +1,37 @@
+"""MLP generator and discriminator for 2-D toy mixtures (ring8, grid25)."""
+from mindspore import nn
+
+
+def mlp(sizes, act):
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Dense(a, b))
+        if i < len(sizes) - 2:
+            layers.append(act())
+    return nn.SequentialCell(layers)
+
+
+class MLPGenerator(nn.Cell):
+    """z -> x in R^2 (no output squashing: the mixtures live on [-4, 4]^2)."""
+
+    def __init__(self, z_dim, out_shape, width=128, depth=2, num_classes=0):
+        super().__init__()
+        self.num_classes = num_classes
+        self.embed = nn.Embedding(num_classes, z_dim) if num_classes else None
+        self.net = mlp([z_dim] + [width] * depth + [out_shape[0]], nn.ReLU)
+
+    def construct(self, z, y=None):
+        if self.embed is not None:
+            z = z * self.embed(y)
+        return self.net(z)
+
+
+class MLPDiscriminator(nn.Cell):
+    """x in R^2 -> one logit (unbounded: the losses take logits)."""
+
+    def __init__(self, in_shape, width=128, depth=2, num_classes=0, spectral_norm=False):
+        super().__init__()
+        self.net = mlp([in_shape[0]] + [width] * depth + [1], lambda: nn.LeakyReLU(0.2))
+
+    def construct(self, x, y=None):
+        return self.net(x).squeeze(-1)

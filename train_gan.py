@@ -1,0 +1,215 @@
+"""Train a GAN: separate jit-compiled D and G steps, alternated by the driver.
+
+    python train_gan.py                                  # DCGAN on scikit-learn's 8x8 digits
+    python train_gan.py --dataset ring8                  # MLP GAN on 8 Gaussians
+    python train_gan.py --dataset grid25 --loss wgan --n-critic 5 --run-dir runs/grid
+    tensorboard --logdir runs
+
+Each iteration: D step x --n-critic (D's loss on real data and stop_gradient(G(z))), then one G
+step, then the generator EMA update. Every model and optimizer parameter, the host RNG and the
+data position go into checkpoints, so --resume continues bit-identically.
+"""
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from mindspore import Tensor
+
+from data import SOURCES, TOY
+from loops import checkpoint, rundir, runtime, transforms
+from loops.config import RunConfig, UserError, opt, parse_config, run_cli
+from loops.driver import Hook, Phase, train
+from loops.ema import EMA
+from loops.gan import LOSSES, build_models, make_gan_steps, make_sampler
+from loops.logging import RunLogger
+from loops.optim import OPTIMIZERS, all_parameters, make_optimizer
+from loops.samples import image_grid, save_png, scatter_plot
+from metrics.toy import mode_stats
+from models import ARCHS
+
+# Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
+AUTO = {
+    "toy": dict(steps=2000, arch="mlp", width=128, z_dim=16, batch_size=256, lr_g=1e-3, lr_d=1e-3,
+                beta1=0.5, beta2=0.999, ema=0.99, steps_per_call=10),
+    "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, lr_g=2e-4, lr_d=2e-4,
+                  beta1=0.5, beta2=0.999, ema=0.999, steps_per_call=10),
+}
+
+
+@dataclass
+class GANConfig(RunConfig):
+    steps: int = opt(0, "iterations (D x n_critic, then G); 0: the dataset's default")
+    dataset: str = opt("digits", "training data", sorted(SOURCES))
+    data_dir: str = opt("", "directory of the file-based datasets")
+    arch: str = opt("", "model family (default: mlp for toy data, dcgan for images)", [""] + sorted(ARCHS))
+    width: int = opt(0, "hidden units (mlp) or base channels (dcgan); 0: auto")
+    z_dim: int = opt(0, "latent dimension; 0: auto")
+    loss: str = opt("ns", "GAN loss", sorted(LOSSES))
+    n_critic: int = opt(1, "D steps per G step")
+    g_first: bool = opt(False, "run the G step before the D steps in each iteration")
+    batch_size: int = opt(0, "batch size of every D and G step; 0: auto")
+    optimizer: str = opt("adam", "optimizer of both models", sorted(OPTIMIZERS))
+    lr_g: float = opt(0.0, "generator learning rate; 0: auto")
+    lr_d: float = opt(0.0, "discriminator learning rate; 0: auto")
+    beta1: float = opt(-1.0, "Adam beta1 (momentum for SGD); -1: auto (0.5)")
+    beta2: float = opt(-1.0, "Adam beta2; -1: auto (0.999)")
+    ema: float = opt(-1.0, "generator EMA decay used for samples and metrics (0: off); -1: auto")
+    clip_norm_d: float = opt(0.0, "clip D's global gradient norm (0: off)")
+    clip_norm_g: float = opt(0.0, "clip G's global gradient norm (0: off)")
+    clip_value_d: float = opt(0.0, "clip D's gradient elements to [-V, V] (0: off)")
+    clip_value_g: float = opt(0.0, "clip G's gradient elements to [-V, V] (0: off)")
+    grad_noise_d: float = opt(0.0, "Gaussian noise std added to D's gradients (0: off)")
+    grad_noise_g: float = opt(0.0, "Gaussian noise std added to G's gradients (0: off)")
+    skip_nonfinite: bool = opt(False, "skip (and count) D/G updates with NaN/Inf gradients")
+    sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
+    eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
+    eval_samples: int = opt(2500, "samples drawn for each evaluation")
+    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto")
+
+    def kind(self):
+        return "toy" if self.dataset in TOY else "image"
+
+    def validate(self):
+        for key, value in AUTO[self.kind()].items():
+            if getattr(self, key) == self.__dataclass_fields__[key].default:  # left at "auto"
+                setattr(self, key, value)
+        if self.sample_every == 0:
+            self.sample_every = max(1, self.steps // 5)
+        super().validate()
+        for name in ("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call"):
+            self.check(getattr(self, name) > 0, f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+        for name in ("lr_g", "lr_d"):
+            self.check(np.isfinite(getattr(self, name)) and getattr(self, name) > 0,
+                       f"--{name.replace('_', '-')} must be a finite number > 0, got {getattr(self, name)}")
+        for name in ("beta1", "beta2", "ema"):
+            self.check(0 <= getattr(self, name) < 1, f"--{name} must be in [0, 1), got {getattr(self, name)}")
+        for name in ("clip_norm_d", "clip_norm_g", "clip_value_d", "clip_value_g", "grad_noise_d", "grad_noise_g"):
+            value = getattr(self, name)
+            self.check(np.isfinite(value) and value >= 0, f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
+        self.check(self.sample_every >= 0 and self.eval_every >= 0, "--sample-every and --eval-every must be >= 0")
+        self.check(self.width % 4 == 0 or self.arch != "dcgan", f"--width must be a multiple of 4 for dcgan, got {self.width}")
+
+
+def transform_for(cfg, optimizer, who):
+    return transforms.from_flags(
+        optimizer.parameters, who + ".", clip_value=getattr(cfg, "clip_value_" + who),
+        clip_norm=getattr(cfg, "clip_norm_" + who), grad_noise=getattr(cfg, "grad_noise_" + who),
+        skip_nonfinite=cfg.skip_nonfinite)
+
+
+def main(argv):
+    cfg = parse_config(GANConfig, argv, __doc__)
+    if cfg.dry_run:
+        print(json.dumps(cfg.to_dict(), indent=2))
+        return 0
+    resume_from = rundir.prepare(cfg, "train_gan", cfg.dataset, cfg.loss)
+    rng, device = runtime.setup(cfg)
+    try:
+        source = SOURCES[cfg.dataset](cfg)
+    except ValueError as e:
+        raise UserError(str(e))
+
+    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width)
+    betas = (cfg.beta1, cfg.beta2)
+    opt_g = make_optimizer(cfg.optimizer, G.trainable_params(), cfg.lr_g, "g.", betas)
+    opt_d = make_optimizer(cfg.optimizer, D.trainable_params(), cfg.lr_d, "d.", betas)
+    t_g, t_d = transform_for(cfg, opt_g, "g"), transform_for(cfg, opt_d, "d")
+    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d)
+    ema = EMA(G, G_ema, cfg.ema)
+    sample = make_sampler(G_ema)
+    state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)
+
+    start = 0
+    if resume_from:
+        meta = checkpoint.load_into(resume_from, state)  # before the first compiled call
+        rundir.check_resume_config(cfg, meta)
+        rng.bit_generator.state = meta["rng"]
+        source.load_state(meta["data"])
+        start = meta["step"]
+    else:
+        ema.copy()  # G_ema starts as G
+    rundir.write_config(cfg)
+    os.makedirs(os.path.join(cfg.run_dir, "samples"), exist_ok=True)
+
+    def latent():
+        return rng.standard_normal((cfg.batch_size, cfg.z_dim), dtype=np.float32)
+
+    def d_draw():
+        real, _ = source.next(rng)
+        return (real, latent()) + d_step.draw_noise(rng)
+
+    def d_body(*inputs):
+        loss, (real_out, fake_out), norm, _ = d_step.body(*inputs)
+        return loss, real_out, fake_out, norm
+
+    def g_draw():
+        return (latent(),) + g_step.draw_noise(rng)
+
+    def g_body(*inputs):
+        loss, _, norm, _ = g_step.body(*inputs)
+        return loss, norm
+
+    def ema_body():
+        return (ema.body(ema.decay),)
+
+    d = Phase("d", d_draw, d_body, ("loss/d", "d_out/real", "d_out/fake", "grad_norm/d"), repeat=cfg.n_critic)
+    g = Phase("g", g_draw, g_body, ("loss/g", "grad_norm/g"))
+    phases = [g, d] if cfg.g_first else [d, g]
+    if cfg.ema > 0:
+        phases.append(Phase("ema", tuple, ema_body, ("ema/decay",)))
+
+    # fixed noise from its own stream, so sampling never disturbs the training RNG
+    fixed_z = Tensor.from_numpy(np.random.default_rng([cfg.seed, 7]).standard_normal((64, cfg.z_dim), dtype=np.float32))
+    eval_z = Tensor.from_numpy(np.random.default_rng([cfg.seed, 8]).standard_normal(
+        (cfg.eval_samples, cfg.z_dim), dtype=np.float32))
+    logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, start, progress=not cfg.no_progress)
+    results = {}
+
+    def refresh_ema():
+        if cfg.ema == 0:
+            ema.copy()
+
+    def sample_hook(step):
+        refresh_ema()
+        if source.kind == "toy":
+            picture = scatter_plot(sample(eval_z).asnumpy(), source.centers)
+        else:
+            picture = image_grid(sample(fixed_z).asnumpy())
+        logger.image("samples", step, picture)
+        save_png(os.path.join(cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
+
+    def eval_hook(step):
+        refresh_ema()
+        metrics = {}
+        if source.kind == "toy":
+            metrics = mode_stats(sample(eval_z).asnumpy(), source.centers, source.std)
+            logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if k != "mode_counts"})
+        results.update(metrics, step=step)
+        rundir.write_metrics(cfg.run_dir, dict(results, **{k: v for k, v in last.items()}))
+
+    def save(step):
+        meta = {"rng": rng.bit_generator.state, "config": cfg.to_dict(), "data": source.state(),
+                "data_shape": list(source.shape), "kind": source.kind, "num_classes": source.num_classes}
+        checkpoint.save(cfg.run_dir, step, state, meta, keep=cfg.keep_ckpts)
+
+    last = {}
+    hooks = [Hook(cfg.sample_every, sample_hook), Hook(cfg.eval_every, eval_hook)]
+    code = 0
+    if start < cfg.steps:
+        last, code = train(phases, start_step=start, steps=cfg.steps, log_every=cfg.log_every,
+                           logger=logger, save=save, ckpt_every=cfg.ckpt_every, hooks=hooks,
+                           steps_per_call=cfg.steps_per_call)
+    if code == 0:
+        last = {k.replace("/", "_"): v for k, v in last.items()}
+        eval_hook(cfg.steps)
+        results.update(skipped_d=t_d.skipped_count(), skipped_g=t_g.skipped_count(), device=device)
+        rundir.write_metrics(cfg.run_dir, dict(results, **last))
+        summary = {k: v for k, v in results.items() if k in ("modes", "hq", "reverse_kl")}
+        print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
+    logger.close()
+    return code
+
+
+if __name__ == "__main__":
+    run_cli(main)
