@@ -48,6 +48,9 @@ class GANConfig(RunConfig):
     loss: str = opt("ns", "GAN loss", sorted(LOSSES))
     n_critic: int = opt(1, "D steps per G step")
     g_first: bool = opt(False, "run the G step before the D steps in each iteration")
+    pack: int = opt(1, "PacGAN: D judges this many samples jointly (1: off)")
+    r1: float = opt(0.0, "R1 penalty weight gamma on real data (0: off)")
+    gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
     batch_size: int = opt(0, "batch size of every D and G step; 0: auto")
     optimizer: str = opt("adam", "optimizer of both models", sorted(OPTIMIZERS))
     lr_g: float = opt(0.0, "generator learning rate; 0: auto")
@@ -77,18 +80,17 @@ class GANConfig(RunConfig):
         if self.sample_every == 0:
             self.sample_every = max(1, self.steps // 5)
         super().validate()
-        for name in ("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call"):
-            self.check(getattr(self, name) > 0, f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
-        for name in ("lr_g", "lr_d"):
-            self.check(np.isfinite(getattr(self, name)) and getattr(self, name) > 0,
-                       f"--{name.replace('_', '-')} must be a finite number > 0, got {getattr(self, name)}")
+        self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
+        self.check_non_negative("r1", "gp")
+        self.check(self.batch_size % self.pack == 0,
+                   f"--batch-size ({self.batch_size}) must be a multiple of --pack ({self.pack})")
+        self.check_positive("lr_g", "lr_d")
+        self.check_non_negative("clip_norm_d", "clip_norm_g", "clip_value_d", "clip_value_g",
+                                "grad_noise_d", "grad_noise_g", "sample_every", "eval_every")
         for name in ("beta1", "beta2", "ema"):
             self.check(0 <= getattr(self, name) < 1, f"--{name} must be in [0, 1), got {getattr(self, name)}")
-        for name in ("clip_norm_d", "clip_norm_g", "clip_value_d", "clip_value_g", "grad_noise_d", "grad_noise_g"):
-            value = getattr(self, name)
-            self.check(np.isfinite(value) and value >= 0, f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
-        self.check(self.sample_every >= 0 and self.eval_every >= 0, "--sample-every and --eval-every must be >= 0")
-        self.check(self.width % 4 == 0 or self.arch != "dcgan", f"--width must be a multiple of 4 for dcgan, got {self.width}")
+        self.check(self.arch != "dcgan" or self.width % 4 == 0,
+                   f"--width must be a multiple of 4 for dcgan, got {self.width}")
 
 
 def transform_for(cfg, optimizer, who):
@@ -110,12 +112,12 @@ def main(argv):
     except ValueError as e:
         raise UserError(str(e))
 
-    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width)
+    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, pack_size=cfg.pack)
     betas = (cfg.beta1, cfg.beta2)
     opt_g = make_optimizer(cfg.optimizer, G.trainable_params(), cfg.lr_g, "g.", betas)
     opt_d = make_optimizer(cfg.optimizer, D.trainable_params(), cfg.lr_d, "d.", betas)
     t_g, t_d = transform_for(cfg, opt_g, "g"), transform_for(cfg, opt_d, "d")
-    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d)
+    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=cfg.r1, gp=cfg.gp)
     ema = EMA(G, G_ema, cfg.ema)
     sample = make_sampler(G_ema)
     state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)
@@ -137,7 +139,8 @@ def main(argv):
 
     def d_draw():
         real, _ = source.next(rng)
-        return (real, latent()) + d_step.draw_noise(rng)
+        alpha = (rng.uniform(size=cfg.batch_size).astype(np.float32),) if cfg.gp > 0 else ()
+        return (real, latent()) + alpha + d_step.draw_noise(rng)
 
     def d_body(*inputs):
         loss, (real_out, fake_out), norm, _ = d_step.body(*inputs)

@@ -38,14 +38,9 @@ class RegressionConfig(RunConfig):
 
     def validate(self):
         super().validate()
-        self.check(self.batch_size > 0, f"--batch-size must be > 0, got {self.batch_size}")
-        self.check(self.lr > 0 and np.isfinite(self.lr), f"--lr must be a finite number > 0, got {self.lr}")
-        for name in ("clip_value", "clip_norm", "grad_noise"):
-            value = getattr(self, name)
-            self.check(value >= 0 and np.isfinite(value),
-                       f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
-        self.check(self.accumulate > 0, f"--accumulate must be > 0, got {self.accumulate}")
-        self.check(self.steps_per_call > 0, f"--steps-per-call must be > 0, got {self.steps_per_call}")
+        self.check_positive("batch_size", "accumulate", "steps_per_call")
+        self.check_positive("lr")
+        self.check_non_negative("clip_value", "clip_norm", "grad_noise")
 
 
 def main(argv):

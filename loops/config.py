@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
 import os
 import sys
 import traceback
@@ -50,12 +51,23 @@ class RunConfig:
         if not cond:
             raise UserError(message)
 
+    def _check_each(self, names, ok, requirement):
+        for name in names:
+            value = getattr(self, name)
+            self.check(ok(value), f"--{name.replace('_', '-')} must be {requirement}, got {value}")
+
+    def check_positive(self, *names):
+        """Each field is > 0 (and finite, for floats)."""
+        self._check_each(names, lambda v: math.isfinite(v) and v > 0, "a finite number > 0"
+                         if any(isinstance(getattr(self, n), float) for n in names) else "> 0")
+
+    def check_non_negative(self, *names):
+        """Each field is a finite number >= 0."""
+        self._check_each(names, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
     def validate(self):
-        self.check(self.steps > 0, f"--steps must be > 0, got {self.steps}")
-        self.check(self.seed >= 0, f"--seed must be >= 0, got {self.seed}")
-        self.check(self.log_every > 0, f"--log-every must be > 0, got {self.log_every}")
-        self.check(self.ckpt_every >= 0, f"--ckpt-every must be >= 0, got {self.ckpt_every}")
-        self.check(self.keep_ckpts >= 0, f"--keep-ckpts must be >= 0, got {self.keep_ckpts}")
+        self.check_positive("steps", "log_every")
+        self.check_non_negative("seed", "ckpt_every", "keep_ckpts")
         self.check(not (self.resume and not self.run_dir), "--resume needs --run-dir")
 
     def to_dict(self):

@@ -4,6 +4,7 @@ Losses are pure functions of logits, picked by name from LOSSES: (d_loss(real, f
 A new loss is one function pair and one dict line. Everything works on logits through a stable
 softplus (log(1 + e^x) = relu(x) + log1p(e^-|x|)), never sigmoid followed by a log.
 """
+import mindspore as ms
 from mindspore import ops
 
 from loops.step import make_step, maybe_jit
@@ -69,22 +70,50 @@ def per_sample_grad_norm(grad):
     return ops.sqrt(ops.sum(ops.square(grad.reshape(grad.shape[0], -1)), dim=1) + 1e-12)
 
 
-def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=None, transform_d=None):
+def pack(x, m):
+    """PacGAN (Lin et al. 2018): m consecutive samples become one D input, concatenated along the
+    first feature axis: (B, C, ...) -> (B/m, m*C, ...). D then judges m samples jointly, which
+    penalises a generator that covers few modes."""
+    return x if m == 1 else x.reshape((x.shape[0] // m, m * x.shape[1]) + x.shape[2:])
+
+
+def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=None, transform_d=None,
+                   pack_size=1, r1=0.0, gp=0.0):
     """(d_step, g_step) for the loss named `loss`.
 
-    d_step(real, z) -> (loss_d, (mean real logit, mean fake logit), grad norms); updates D only.
+    d_step(real, z[, alpha]) -> (loss_d, (mean real logit, mean fake logit), grad norms); updates D
+    only. `alpha` (B,) ~ U[0, 1] from the host is taken when gp > 0.
     g_step(z) -> (loss_g, (), grad norms); updates G only (D's parameters are not in opt_g).
+    Penalties live in D's forward function, so their second-order gradients compile with it:
+      r1: (r1 / 2) E ||grad_x D(x)||^2 on real data (Mescheder et al. 2018);
+      gp: gp E (||grad_x D(x_hat)||_2 - 1)^2, x_hat = a x + (1 - a) G(z), a ~ U[0, 1] per sample
+          (Gulrajani et al. 2017), the norm taken per sample over all non-batch axes.
     """
     d_loss_fn, g_loss_fn = LOSSES[loss]
 
-    def d_forward(real, z):
+    def d_of(x):
+        return discriminator(pack(x, pack_size))
+
+    def d_sum(x):
+        return ops.sum(d_of(x))
+
+    input_grad = ms.grad(d_sum, grad_position=0)
+
+    def d_forward(real, z, *alpha):
         fake = ops.stop_gradient(generator(z))  # D's step must not build G's backward graph
-        real_logits = discriminator(real)
-        fake_logits = discriminator(fake)
-        return d_loss_fn(real_logits, fake_logits), ops.mean(real_logits), ops.mean(fake_logits)
+        real_logits = d_of(real)
+        fake_logits = d_of(fake)
+        loss_d = d_loss_fn(real_logits, fake_logits)
+        if r1 > 0:
+            loss_d = loss_d + (r1 / 2) * ops.mean(ops.square(per_sample_grad_norm(input_grad(real))))
+        if gp > 0:
+            a = alpha[0].reshape((-1,) + (1,) * (real.ndim - 1))
+            x_hat = a * real + (1.0 - a) * fake
+            loss_d = loss_d + gp * ops.mean(ops.square(per_sample_grad_norm(input_grad(x_hat)) - 1.0))
+        return loss_d, ops.mean(real_logits), ops.mean(fake_logits)
 
     def g_forward(z):
-        return g_loss_fn(discriminator(generator(z)))
+        return g_loss_fn(d_of(generator(z)))
 
     d_step = make_step(d_forward, opt_d, transform_d, has_aux=True)
     g_step = make_step(g_forward, opt_g, transform_g)
@@ -100,12 +129,14 @@ def make_sampler(generator):
     return maybe_jit(sample)
 
 
-def build_models(arch, z_dim, shape, width, num_classes=0):
-    """(G, D, G_ema) with parameter names prefixed g. / d. / g_ema. (unique in graphs and checkpoints)."""
+def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1):
+    """(G, D, G_ema) with parameter names prefixed g. / d. / g_ema. (unique in graphs and checkpoints).
+    With PacGAN packing, D sees pack_size samples stacked along the first feature axis."""
     from models import ARCHS
     make_g, make_d = ARCHS[arch]
     generator = make_g(z_dim, shape, width=width, num_classes=num_classes)
-    discriminator = make_d(shape, width=width, num_classes=num_classes)
+    d_shape = (shape[0] * pack_size,) + tuple(shape[1:])
+    discriminator = make_d(d_shape, width=width, num_classes=num_classes)
     g_ema = make_g(z_dim, shape, width=width, num_classes=num_classes)
     generator.update_parameters_name("g.")
     discriminator.update_parameters_name("d.")

@@ -59,6 +59,7 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False):
     grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=has_aux)
     takes_noise = transform.noise_size > 0
     can_skip = transform.can_skip
+    changes_grads = not (isinstance(transform, Chain) and len(transform.transforms) == 0)
 
     def body(*inputs):
         if takes_noise:
@@ -82,7 +83,7 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False):
                 loss = ops.depend(loss, optimizer(grads))
         else:
             grads, _ = transform(grads, True, noise)
-            norm_after = global_norm(grads)
+            norm_after = global_norm(grads) if changes_grads else norm_before
             loss = ops.depend(loss, optimizer(grads))
         return loss, aux, norm_before, norm_after
 
