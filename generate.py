@@ -8,8 +8,11 @@
 The same run, checkpoint and seed give bit-identical output (latents come from numpy, and the
 generator runs in eval mode at a fixed chunk shape).
 """
-import argparse
 import os
+
+os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+
+import argparse
 import sys
 from types import SimpleNamespace
 

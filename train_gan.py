@@ -9,8 +9,11 @@ Each iteration: D step x --n-critic (D's loss on real data and stop_gradient(G(z
 step, then the generator EMA update. Every model and optimizer parameter, the host RNG and the
 data position go into checkpoints, so --resume continues bit-identically.
 """
-import json
 import os
+
+os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,7 +205,8 @@ def main(argv):
     if start < cfg.steps:
         last, code = train(phases, start_step=start, steps=cfg.steps, log_every=cfg.log_every,
                            logger=logger, save=save, ckpt_every=cfg.ckpt_every, hooks=hooks,
-                           steps_per_call=cfg.steps_per_call)
+                           steps_per_call=cfg.steps_per_call,
+                           stop_on_nonfinite=not cfg.skip_nonfinite)
     if code == 0:
         last = {k.replace("/", "_"): v for k, v in last.items()}
         eval_hook(cfg.steps)

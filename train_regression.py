@@ -7,6 +7,10 @@
 The same loop primitives as the GAN (make_step, gradient transforms, driver, checkpoints,
 TensorBoard), on the smallest possible problem: the place to try a new gradient intervention.
 """
+import os
+
+os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+
 import json
 from dataclasses import dataclass
 
@@ -90,7 +94,8 @@ def main(argv):
     last = {}
     if start < cfg.steps:
         last, code = train([fit_phase], start_step=start, steps=cfg.steps, log_every=cfg.log_every,
-                           logger=logger, save=save, ckpt_every=cfg.ckpt_every, steps_per_call=cfg.steps_per_call)
+                           logger=logger, save=save, ckpt_every=cfg.ckpt_every, steps_per_call=cfg.steps_per_call,
+                           stop_on_nonfinite=not cfg.skip_nonfinite)
     w = float(model.dense.weight.asnumpy().reshape(()))
     b = float(model.dense.bias.asnumpy().reshape(()))
     # noise-free MSE of the fitted line on a fixed grid over the data range

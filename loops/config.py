@@ -19,6 +19,10 @@ class UserError(Exception):
     """Bad input from the user: reported as one `error: ...` line, exit status 2."""
 
 
+class RunFailure(Exception):
+    """Training cannot go on (e.g. a loss became NaN): one `error: ...` line, exit status 3."""
+
+
 def opt(default, help, choices=None):
     """A config field with its help text (and, for strings, the valid choices)."""
     return field(default=default, metadata={"help": help, "choices": choices})
@@ -167,9 +171,9 @@ def run_cli(main, argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         code = main(argv)
-    except UserError as e:
+    except (UserError, RunFailure) as e:
         if "--debug" in argv:
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(2 if isinstance(e, UserError) else 3)
     sys.exit(code or 0)

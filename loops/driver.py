@@ -24,6 +24,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
+from loops.config import RunFailure
 from loops.step import maybe_jit
 
 
@@ -134,14 +135,34 @@ class MultiStep:
         return {tag: means[j] for j, tag in enumerate(tags)}
 
 
+class NonFinite(RunFailure):
+    """A loss turned NaN/Inf: raised before any checkpoint of that state is written."""
+
+    def __init__(self, tag, first, last):
+        self.tag, self.first, self.last = tag, first, last
+        model = {"d": "D", "g": "G"}.get(tag.split("/")[-1], "the model")
+        where = f"step {last}" if first == last else f"one of steps {first}-{last}"
+        super().__init__(f"{tag} of {model} became NaN/Inf at {where}; stopped without saving that state "
+                         "(pass --skip-nonfinite to skip such updates instead)")
+
+
+def check_finite(out, first, last):
+    """Raise NonFinite if a loss in `out` is NaN/Inf. One scalar sync per loss and call."""
+    for tag, value in out.items():
+        if tag.startswith("loss/") and not np.isfinite(float(value.asnumpy())):
+            raise NonFinite(tag, first, last)
+
+
 def crossed(prev, done, every):
     return bool(every) and done // every > prev // every
 
 
-def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=(), steps_per_call=1):
+def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=(), steps_per_call=1,
+          stop_on_nonfinite=True):
     """Run iterations start_step..steps-1. `save(step)` writes a checkpoint after `step` iterations.
 
     Returns (last logged scalars, exit code): 0 when all steps ran, 128+signal when stopped early.
+    With stop_on_nonfinite, a NaN/Inf loss raises NonFinite before anything else is written.
     """
     multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 else None
     last = {}
@@ -154,6 +175,8 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
             else:  # single-step mode, or the tail shorter than one multi-step call
                 out, n = run_iteration(phases, step), 1
             prev, step = step, step + n
+            if stop_on_nonfinite:
+                check_finite(out, prev + 1, step)
             logger.advance(n)
             if crossed(prev, step, log_every) or step == steps:
                 now = time.perf_counter()
