@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from mindspore import Tensor
+from tqdm import tqdm
 
 from data import SOURCES, TOY
 from loops import checkpoint, rundir, runtime, transforms
@@ -28,7 +29,7 @@ from loops.gan import LOSSES, build_models, make_gan_steps, make_sampler
 from loops.logging import RunLogger
 from loops.optim import OPTIMIZERS, all_parameters, make_optimizer
 from loops.samples import image_grid, save_png, scatter_plot
-from metrics.toy import mode_stats
+from metrics.evaluate import make_evaluator
 from models import ARCHS
 
 # Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
@@ -44,7 +45,8 @@ AUTO = {
 class GANConfig(RunConfig):
     steps: int = opt(0, "iterations (D x n_critic, then G); 0: the dataset's default")
     dataset: str = opt("digits", "training data", sorted(SOURCES))
-    data_dir: str = opt("", "directory of the file-based datasets")
+    data_dir: str = opt("", "directory of the file-based datasets (mnist, fashion-mnist, cifar10, folder)")
+    image_size: int = opt(0, "resize/crop images to this size (multiple of 4); 0: the dataset's own")
     arch: str = opt("", "model family (default: mlp for toy data, dcgan for images)", [""] + sorted(ARCHS))
     width: int = opt(0, "hidden units (mlp) or base channels (dcgan); 0: auto")
     z_dim: int = opt(0, "latent dimension; 0: auto")
@@ -94,6 +96,10 @@ class GANConfig(RunConfig):
             self.check(0 <= getattr(self, name) < 1, f"--{name} must be in [0, 1), got {getattr(self, name)}")
         self.check(self.arch != "dcgan" or self.width % 4 == 0,
                    f"--width must be a multiple of 4 for dcgan, got {self.width}")
+        self.check(self.image_size >= 0 and self.image_size % 4 == 0,
+                   f"--image-size must be a multiple of 4, got {self.image_size}")
+        self.check(self.image_size == 0 or self.dataset not in TOY + ("digits",),
+                   "--image-size applies to mnist, fashion-mnist, cifar10 and folder")
 
 
 def transform_for(cfg, optimizer, who):
@@ -185,34 +191,35 @@ def main(argv):
         logger.image("samples", step, picture)
         save_png(os.path.join(cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
 
+    evaluator = []  # built at the first evaluation (image metrics may train their classifier)
+
     def eval_hook(step):
         refresh_ema()
-        metrics = {}
-        if source.kind == "toy":
-            metrics = mode_stats(sample(eval_z).asnumpy(), source.centers, source.std)
-            logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if k != "mode_counts"})
+        if not evaluator:
+            evaluator.append(make_evaluator(source, cfg.eval_samples, cfg.seed, log=tqdm.write))
+        metrics = evaluator[0](sample(eval_z).asnumpy())
+        logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if not isinstance(v, list)})
         results.update(metrics, step=step)
-        rundir.write_metrics(cfg.run_dir, dict(results, **{k: v for k, v in last.items()}))
+        results.update({k.replace("/", "_"): v for k, v in logger.latest.items() if not k.startswith("metrics/")})
+        rundir.write_metrics(cfg.run_dir, results)
 
     def save(step):
         meta = {"rng": rng.bit_generator.state, "config": cfg.to_dict(), "data": source.state(),
                 "data_shape": list(source.shape), "kind": source.kind, "num_classes": source.num_classes}
         checkpoint.save(cfg.run_dir, step, state, meta, keep=cfg.keep_ckpts)
 
-    last = {}
     hooks = [Hook(cfg.sample_every, sample_hook), Hook(cfg.eval_every, eval_hook)]
     code = 0
     if start < cfg.steps:
-        last, code = train(phases, start_step=start, steps=cfg.steps, log_every=cfg.log_every,
-                           logger=logger, save=save, ckpt_every=cfg.ckpt_every, hooks=hooks,
-                           steps_per_call=cfg.steps_per_call,
-                           stop_on_nonfinite=not cfg.skip_nonfinite)
+        _, code = train(phases, start_step=start, steps=cfg.steps, log_every=cfg.log_every, logger=logger,
+                        save=save, ckpt_every=cfg.ckpt_every, hooks=hooks, steps_per_call=cfg.steps_per_call,
+                        stop_on_nonfinite=not cfg.skip_nonfinite)
     if code == 0:
-        last = {k.replace("/", "_"): v for k, v in last.items()}
-        eval_hook(cfg.steps)
         results.update(skipped_d=t_d.skipped_count(), skipped_g=t_g.skipped_count(), device=device)
-        rundir.write_metrics(cfg.run_dir, dict(results, **last))
-        summary = {k: v for k, v in results.items() if k in ("modes", "hq", "reverse_kl")}
+        if results.get("step") != cfg.steps:
+            eval_hook(cfg.steps)
+        rundir.write_metrics(cfg.run_dir, results)
+        summary = {k: round(v, 4) for k, v in results.items() if k in ("modes", "hq", "fid", "precision", "recall")}
         print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
     logger.close()
     return code

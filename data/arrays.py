@@ -13,7 +13,7 @@ class ArraySource:
     def __init__(self, images, labels, batch_size, seed, num_classes):
         if len(images) < batch_size:
             raise ValueError(f"the dataset has {len(images)} images, fewer than --batch-size {batch_size}")
-        self.images = images  # float32 (N, C, H, W) in [-1, 1]
+        self.images = images  # (N, C, H, W): float32 in [-1, 1], or uint8 (converted per batch)
         self.labels = labels.astype(np.int32)
         self.batch_size = batch_size
         self.seed = seed
@@ -33,7 +33,10 @@ class ArraySource:
     def next(self, rng=None):
         idx = self._indices(self.counter)
         self.counter += 1
-        return self.images[idx], self.labels[idx]
+        batch = self.images[idx]
+        if batch.dtype == np.uint8:
+            batch = batch.astype(np.float32) * np.float32(1 / 127.5) - np.float32(1.0)
+        return batch, self.labels[idx]
 
     def state(self):
         return {"counter": self.counter}

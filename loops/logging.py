@@ -27,6 +27,7 @@ class RunLogger:
 
     def __init__(self, run_dir, config, total_steps, start_step, progress=True, enabled=True):
         self.enabled = enabled
+        self.latest = {}  # tag -> last logged float
         self.writer = SummaryWriter(run_dir, flush_secs=30) if enabled else None
         if enabled and start_step == 0:
             self.writer.add_text("config", config_table(config), 0)
@@ -37,6 +38,7 @@ class RunLogger:
     def scalars(self, step, values):
         """Log a dict of tag -> Tensor/float; returns the host floats (for metrics.json)."""
         floats = {k: to_float(v) for k, v in values.items()}
+        self.latest.update(floats)
         if self.enabled:
             for tag, value in floats.items():
                 self.writer.add_scalar(tag, value, step)

@@ -1,0 +1,36 @@
+"""Evaluators: samples -> metrics dict, for the toy mixtures and for image datasets."""
+import numpy as np
+
+from metrics.classifier import FeatureExtractor, load_or_train, to_float
+from metrics.image import class_coverage, class_score, fid, kid, prdc
+from metrics.toy import mode_stats
+
+
+class ToyEvaluator:
+    def __init__(self, source):
+        self.source = source
+
+    def __call__(self, samples):
+        return mode_stats(samples, self.source.centers, self.source.std)
+
+
+class ImageEvaluator:
+    """Compares generated images with a fixed random subset of the training images (same size)."""
+
+    def __init__(self, source, n, seed, log=print):
+        net, self.accuracy = load_or_train(source.images, source.labels, source.num_classes, log=log)
+        self.extract = FeatureExtractor(net)
+        idx = np.random.default_rng([seed, 9]).permutation(len(source.images))[:n]
+        self.real_features, self.real_probs = self.extract(to_float(source.images[idx]))
+
+    def __call__(self, samples):
+        feats, probs = self.extract(np.asarray(samples, np.float32))
+        out = {"fid": fid(self.real_features, feats), "kid": kid(self.real_features, feats),
+               "class_score": class_score(probs), "classifier_accuracy": self.accuracy}
+        out.update(prdc(self.real_features, feats))
+        out.update(class_coverage(probs))
+        return out
+
+
+def make_evaluator(source, n, seed, log=print):
+    return ToyEvaluator(source) if source.kind == "toy" else ImageEvaluator(source, n, seed, log)
