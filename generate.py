@@ -9,11 +9,12 @@ The same run, checkpoint and seed give bit-identical output (latents come from n
 generator runs in eval mode at a fixed chunk shape).
 """
 import os
+import sys
 
-os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+# before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
+os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 
 import argparse
-import sys
 from types import SimpleNamespace
 
 import numpy as np

@@ -10,8 +10,10 @@ step, then the generator EMA update. Every model and optimizer parameter, the ho
 data position go into checkpoints, so --resume continues bit-identically.
 """
 import os
+import sys
 
-os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+# before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
+os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 
 import json
 from dataclasses import dataclass

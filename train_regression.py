@@ -8,8 +8,10 @@ The same loop primitives as the GAN (make_step, gradient transforms, driver, che
 TensorBoard), on the smallest possible problem: the place to try a new gradient intervention.
 """
 import os
+import sys
 
-os.environ.setdefault("GLOG_v", "3")  # before MindSpore loads: its C++ warnings would bury `error:` lines
+# before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
+os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 
 import json
 from dataclasses import dataclass

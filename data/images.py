@@ -80,6 +80,14 @@ def folder_classes(data_dir):
         classes = [(os.path.basename(os.path.normpath(data_dir)), images_in(data_dir))]
     if not classes[0][1]:
         raise UserError(f"--data-dir {data_dir} holds no .png/.jpg/.jpeg images (directly or in subfolders)")
+    from PIL import Image
+    for _, paths in classes:  # a header check per file, so the error can name the bad one
+        for path in paths:
+            try:
+                with Image.open(path) as im:
+                    im.verify()
+            except Exception as e:
+                raise UserError(f"{path} is not a readable image ({type(e).__name__})")
     return classes
 
 

@@ -49,3 +49,9 @@ def assert_same_arrays(a, b):
     assert sorted(a) == sorted(b)
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def classifier_cache(tmp_path_factory):
+    """Metrics classifiers are cached per test session, never in the user's home."""
+    os.environ["GANLAB_CACHE"] = str(tmp_path_factory.mktemp("ganlab_cache"))
