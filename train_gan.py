@@ -116,12 +116,12 @@ def main(argv):
     if cfg.dry_run:
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
-    resume_from = rundir.prepare(cfg, "train_gan", cfg.dataset, cfg.loss)
-    rng, device = runtime.setup(cfg)
-    try:
+    try:  # data errors first: a bad --data-dir must not leave a run dir behind
         source = SOURCES[cfg.dataset](cfg)
     except ValueError as e:
         raise UserError(str(e))
+    resume_from = rundir.prepare(cfg, "train_gan", cfg.dataset, cfg.loss)
+    rng, device = runtime.setup(cfg)
 
     G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, pack_size=cfg.pack)
     betas = (cfg.beta1, cfg.beta2)

@@ -20,6 +20,16 @@ def run_script(script, *args, check=True, timeout=600):
     return proc
 
 
+def cli_error(main, argv, capsys):
+    """Run an entry script's main in-process through run_cli; return (exit status, stderr lines).
+    Fast: no new interpreter, and argument errors never reach MindSpore."""
+    from loops.config import run_cli
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(main, [str(a) for a in argv])
+    err = capsys.readouterr().err
+    return exit_info.value.code, [l for l in err.splitlines() if l.strip()]
+
+
 def error_lines(proc):
     """stderr minus MindSpore's own warning lines."""
     return [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("[WARNING")]

@@ -5,7 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+import train_regression
+from conftest import assert_same_arrays, checkpoint_arrays, cli_error, error_lines, run_script, scalar_tags
 
 
 def test_converges_to_true_line_and_logs(tmp_path):
@@ -55,13 +56,16 @@ def test_clip_value_really_bounds_each_update(tmp_path):
     (["--steps", "ten"], "invalid int value"),
     (["--bogus"], "unrecognized arguments"),
 ])
-def test_bad_flags_exit_2_with_one_line(tmp_path, args, message):
-    proc = run_script("train_regression.py", "--run-dir", tmp_path / "r", *args, check=False)
-    assert proc.returncode == 2
-    lines = error_lines(proc)
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
-    assert "Traceback" not in proc.stderr
+def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, args, message):
+    code, lines = cli_error(train_regression.main, ["--run-dir", tmp_path / "r", *args], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not (tmp_path / "r").exists()
+
+
+def test_bad_flag_in_a_real_process_exits_2_without_traceback(tmp_path):
+    proc = run_script("train_regression.py", "--run-dir", tmp_path / "r", "--accumulate", "0", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == ["error: --accumulate must be > 0, got 0"]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
 
 
 def test_resume_without_checkpoint_is_refused(tmp_path):

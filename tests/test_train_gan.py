@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+import generate
+import train_gan
+from conftest import assert_same_arrays, checkpoint_arrays, cli_error, run_script, scalar_tags
 
 TINY_TOY = ["--dataset", "ring8", "--width", 16, "--batch-size", 32, "--eval-samples", 200, "--log-every", 10]
 TINY_DIGITS = ["--dataset", "digits", "--width", 8, "--z-dim", 8, "--batch-size", 16, "--eval-samples", 50,
@@ -90,11 +92,13 @@ def test_toy_generate_png_and_npy(tmp_path):
     (["--ema", "1.5"], "--ema must be in [0, 1)"),
     (["--lr-d", "-0.1"], "--lr-d must be"),
     (["--clip-norm-d", "-1"], "--clip-norm-d must be"),
+    (["--batch-size", "30", "--pack", "4"], "must be a multiple of --pack"),
+    (["--dataset", "digits", "--image-size", "16"], "--image-size applies to"),
+    (["--dataset", "digits", "--batch-size", "5000"], "fewer than --batch-size"),
 ])
-def test_gan_bad_flags_exit_2(tmp_path, args, message):
-    proc = run_script("train_gan.py", "--run-dir", tmp_path / "r", *args, check=False)
-    lines = error_lines(proc)
-    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
+    code, lines = cli_error(train_gan.main, ["--run-dir", tmp_path / "r", *args], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not (tmp_path / "r").exists()
 
 
@@ -102,8 +106,8 @@ def test_gan_bad_flags_exit_2(tmp_path, args, message):
     (["--num", "0", "--out", "x.npy"], "--num must be > 0"),
     (["--num", "5", "--out", "x.txt"], "must end in .npy or .png"),
 ])
-def test_generate_bad_input_exit_2(tmp_path, args, message):
-    proc = run_script("generate.py", tmp_path, *args, check=False)
-    assert proc.returncode == 2 and message in error_lines(proc)[0]
-    proc = run_script("generate.py", tmp_path / "missing", "--num", 5, "--out", tmp_path / "x.npy", check=False)
-    assert proc.returncode == 2 and "does not exist" in error_lines(proc)[0]
+def test_generate_bad_input_exit_2(tmp_path, capsys, args, message):
+    code, lines = cli_error(generate.main, [tmp_path, *args], capsys)
+    assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    code, lines = cli_error(generate.main, [tmp_path / "missing", "--num", 5, "--out", tmp_path / "x.npy"], capsys)
+    assert code == 2 and "does not exist" in lines[0]

@@ -1,0 +1,194 @@
+"""GAN iteration cost: separate jit calls vs the multi-step engine, and a PyTorch eager reference.
+
+    python bench/bench_gan.py [--iters 300] [--record]
+
+One iteration = one D step + one G step + the EMA update (Adam, betas (0.5, 0.999)).
+  ring8:  MLP 2-128-128-1 / z16-128-128-2, batch 256
+  dcgan:  the project's DCGAN at 32x32x3, width 64, z 64, batch 64
+Per model it prints ms per iteration, compile time (first call), peak RSS, the share of a
+single-step iteration spent outside the compiled calls (host draws, driver, dict building), and,
+when torch is importable, the same architectures in PyTorch eager on the same threads.
+"""
+import argparse
+import datetime
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+START = time.perf_counter()
+
+import mindspore as ms  # noqa: E402
+import numpy as np  # noqa: E402
+
+from loops.driver import MultiStep, Phase, run_iteration  # noqa: E402
+from loops.ema import EMA  # noqa: E402
+from loops.gan import build_models, make_gan_steps  # noqa: E402
+from loops.optim import make_optimizer  # noqa: E402
+
+SETUPS = {
+    "ring8": dict(arch="mlp", shape=(2,), width=128, z=16, batch=256),
+    "dcgan": dict(arch="dcgan", shape=(3, 32, 32), width=64, z=64, batch=64),
+}
+
+
+def build(name):
+    s = SETUPS[name]
+    G, D, E = build_models(s["arch"], s["z"], s["shape"], s["width"])
+    opt_g = make_optimizer("adam", G.trainable_params(), 2e-4, "g.", (0.5, 0.999))
+    opt_d = make_optimizer("adam", D.trainable_params(), 2e-4, "d.", (0.5, 0.999))
+    d_step, g_step = make_gan_steps(G, D, "ns", opt_g, opt_d)
+    ema = EMA(G, E, 0.999)
+    rng = np.random.default_rng(0)
+    real = rng.uniform(-1, 1, (8 * s["batch"],) + s["shape"]).astype(np.float32)
+
+    def d_draw():
+        return (real[rng.integers(0, len(real), s["batch"])],
+                rng.standard_normal((s["batch"], s["z"]), dtype=np.float32))
+
+    def d_body(x, z):
+        out = d_step.body(x, z)
+        return out[0], out[2]
+
+    def g_body(z):
+        out = g_step.body(z)
+        return out[0], out[2]
+
+    def ema_body():
+        return (ema.body(ema.decay),)
+    return [Phase("d", d_draw, d_body, ("loss/d", "gn/d")),
+            Phase("g", lambda: (rng.standard_normal((s["batch"], s["z"]), dtype=np.float32),), g_body,
+                  ("loss/g", "gn/g")),
+            Phase("ema", tuple, ema_body, ("ema",))]
+
+
+def time_single(phases, iters):
+    t0 = time.perf_counter()
+    run_iteration(phases, 0)
+    compile_s = time.perf_counter() - t0
+    inside = 0.0
+    timed = []
+    for phase in phases:  # time the compiled calls alone, to split off the host-side share
+        fn = phase.compiled
+
+        def timed_fn(*a, fn=fn):
+            nonlocal inside
+            t = time.perf_counter()
+            out = fn(*a)
+            out[0].asnumpy()
+            inside += time.perf_counter() - t
+            return out
+        phase.compiled = timed_fn
+        timed.append((phase, fn))
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        out = run_iteration(phases, 0)
+    out["loss/d"].asnumpy()
+    total = time.perf_counter() - t0
+    for phase, fn in timed:
+        phase.compiled = fn
+    return total / iters, compile_s, 1 - inside / total
+
+
+def time_multi(phases, iters, k):
+    multi = MultiStep(phases, k)
+    t0 = time.perf_counter()
+    multi.run()
+    compile_s = time.perf_counter() - t0
+    calls = max(1, iters // k)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        out = multi.run()
+    out["loss/d"].asnumpy()
+    return (time.perf_counter() - t0) / (calls * k), compile_s
+
+
+def torch_reference(name, iters):
+    """The same iteration in PyTorch eager, or None when torch is not installed."""
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    s = SETUPS[name]
+    if s["arch"] == "mlp":
+        G = nn.Sequential(nn.Linear(s["z"], 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 2))
+        D = nn.Sequential(nn.Linear(2, 128), nn.LeakyReLU(0.2), nn.Linear(128, 128), nn.LeakyReLU(0.2), nn.Linear(128, 1))
+    else:
+        w = s["width"]
+        G = nn.Sequential(nn.Linear(s["z"], 2 * w * 64), nn.Unflatten(1, (2 * w, 8, 8)), nn.BatchNorm2d(2 * w), nn.ReLU(),
+                          nn.ConvTranspose2d(2 * w, w, 4, 2, 1), nn.BatchNorm2d(w), nn.ReLU(),
+                          nn.ConvTranspose2d(w, w // 2, 4, 2, 1), nn.BatchNorm2d(w // 2), nn.ReLU(),
+                          nn.Conv2d(w // 2, 3, 3, 1, 1), nn.Tanh())
+        D = nn.Sequential(nn.Conv2d(3, w // 2, 3, 1, 1), nn.LeakyReLU(0.2), nn.Conv2d(w // 2, w, 4, 2, 1), nn.LeakyReLU(0.2),
+                          nn.Conv2d(w, 2 * w, 4, 2, 1), nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(2 * w * 64, 1))
+    E = [p.detach().clone() for p in G.parameters()]
+    opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+    rng = np.random.default_rng(0)
+    real = torch.from_numpy(rng.uniform(-1, 1, (8 * s["batch"],) + s["shape"]).astype(np.float32))
+    sp = torch.nn.functional.softplus
+
+    def iteration():
+        x = real[torch.from_numpy(rng.integers(0, len(real), s["batch"]))]
+        z = torch.from_numpy(rng.standard_normal((s["batch"], s["z"]), dtype=np.float32))
+        with torch.no_grad():
+            fake = G(z)
+        loss_d = sp(-D(x)).mean() + sp(D(fake)).mean()
+        opt_d.zero_grad()
+        loss_d.backward()
+        torch.nn.utils.clip_grad_norm_(D.parameters(), float("inf"))  # the grad norm we log too
+        opt_d.step()
+        z = torch.from_numpy(rng.standard_normal((s["batch"], s["z"]), dtype=np.float32))
+        loss_g = sp(-D(G(z))).mean()
+        opt_g.zero_grad()
+        loss_g.backward()
+        torch.nn.utils.clip_grad_norm_(G.parameters(), float("inf"))
+        opt_g.step()
+        with torch.no_grad():
+            for e, p in zip(E, G.parameters()):
+                e.mul_(0.999).add_(p, alpha=0.001)
+    for _ in range(5):
+        iteration()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        iteration()
+    return (time.perf_counter() - t0) / iters, torch.get_num_threads()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=300)
+    parser.add_argument("--record", action="store_true")
+    parser.add_argument("--models", default="ring8,dcgan")
+    args = parser.parse_args()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    lines = ["| model | variant | ms/iter | vs separate calls | compile s | host share |", "|---|---|---|---|---|---|"]
+    first_step = None
+    for name in args.models.split(","):
+        iters = args.iters if name == "ring8" else max(20, args.iters // 10)
+        single, compile_s, host = time_single(build(name), iters)
+        if first_step is None:
+            first_step = time.perf_counter() - START
+        lines.append(f"| {name} | separate jit calls (D, G, EMA) | {single * 1e3:.2f} | 1.00x | {compile_s:.1f} | {host:.1%} |")
+        for k in (10, 50):
+            t, c = time_multi(build(name), iters, k)
+            lines.append(f"| {name} | multi-step K={k} | {t * 1e3:.2f} | {single / t:.2f}x faster | {c:.1f} | |")
+        ref = torch_reference(name, iters)
+        if ref:
+            lines.append(f"| {name} | PyTorch eager ({ref[1]} threads) | {ref[0] * 1e3:.2f} | {single / ref[0]:.2f}x faster | | |")
+        else:
+            lines.append(f"| {name} | PyTorch eager | not installed | | | |")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    table = "\n".join(lines) + f"\n\nTime to first step (imports + build + compile of the first model): {first_step:.1f} s; peak RSS {rss:.0f} MiB."
+    print(table)
+    if args.record:
+        with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
+            f.write(f"\n## GAN iteration ({datetime.date.today()}, {os.cpu_count()} cores, MindSpore {ms.__version__})\n"
+                    f"`python bench/bench_gan.py --iters {args.iters} --record`\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()
