@@ -36,9 +36,9 @@ from models import ARCHS
 
 # Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
 AUTO = {
-    "toy": dict(steps=2000, arch="mlp", width=128, z_dim=16, batch_size=256, lr_g=1e-3, lr_d=1e-3,
+    "toy": dict(steps=5000, arch="mlp", width=128, z_dim=16, batch_size=512, pack=2, lr_g=1e-3, lr_d=1e-3,
                 beta1=0.5, beta2=0.999, ema=0.99, steps_per_call=10),
-    "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, lr_g=2e-4, lr_d=2e-4,
+    "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=2e-4,
                   beta1=0.5, beta2=0.999, ema=0.999, steps_per_call=10),
 }
 
@@ -55,9 +55,10 @@ class GANConfig(RunConfig):
     loss: str = opt("ns", "GAN loss", sorted(LOSSES))
     n_critic: int = opt(1, "D steps per G step")
     g_first: bool = opt(False, "run the G step before the D steps in each iteration")
-    pack: int = opt(1, "PacGAN: D judges this many samples jointly (1: off)")
+    pack: int = opt(0, "PacGAN: D judges this many samples jointly (1: off); 0: auto (toy 2, images 1)")
     r1: float = opt(0.0, "R1 penalty weight gamma on real data (0: off)")
     gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
+    spectral_norm: bool = opt(False, "spectral normalisation on every D layer")
     batch_size: int = opt(0, "batch size of every D and G step; 0: auto")
     optimizer: str = opt("adam", "optimizer of both models", sorted(OPTIMIZERS))
     lr_g: float = opt(0.0, "generator learning rate; 0: auto")
@@ -123,7 +124,8 @@ def main(argv):
     resume_from = rundir.prepare(cfg, "train_gan", cfg.dataset, cfg.loss)
     rng, device = runtime.setup(cfg)
 
-    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, pack_size=cfg.pack)
+    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, pack_size=cfg.pack,
+                               spectral_norm=cfg.spectral_norm)
     betas = (cfg.beta1, cfg.beta2)
     opt_g = make_optimizer(cfg.optimizer, G.trainable_params(), cfg.lr_g, "g.", betas)
     opt_d = make_optimizer(cfg.optimizer, D.trainable_params(), cfg.lr_d, "d.", betas)

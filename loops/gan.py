@@ -129,14 +129,14 @@ def make_sampler(generator):
     return maybe_jit(sample)
 
 
-def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1):
+def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False):
     """(G, D, G_ema) with parameter names prefixed g. / d. / g_ema. (unique in graphs and checkpoints).
     With PacGAN packing, D sees pack_size samples stacked along the first feature axis."""
     from models import ARCHS
     make_g, make_d = ARCHS[arch]
     generator = make_g(z_dim, shape, width=width, num_classes=num_classes)
     d_shape = (shape[0] * pack_size,) + tuple(shape[1:])
-    discriminator = make_d(d_shape, width=width, num_classes=num_classes)
+    discriminator = make_d(d_shape, width=width, num_classes=num_classes, spectral_norm=spectral_norm)
     g_ema = make_g(z_dim, shape, width=width, num_classes=num_classes)
     generator.update_parameters_name("g.")
     discriminator.update_parameters_name("d.")

@@ -6,6 +6,8 @@ so S must be divisible by 4: 8x8 digits (2 -> 4 -> 8), 28x28 MNIST (7 -> 14 -> 2
 """
 from mindspore import nn, ops
 
+from models.spectral_norm import maybe_sn
+
 
 class DCGANGenerator(nn.Cell):
     """z -> image in [-1, 1], shape (C, S, S). BatchNorm + ReLU, tanh output (Radford et al. 2016)."""
@@ -40,12 +42,16 @@ class DCGANDiscriminator(nn.Cell):
     def __init__(self, in_shape, width=64, num_classes=0, spectral_norm=False):
         super().__init__()
         channels, size = in_shape[0], in_shape[1]
+        sn = spectral_norm
         self.features = nn.SequentialCell([
-            nn.Conv2d(channels, width // 2, 3, pad_mode="pad", padding=1, has_bias=True), nn.LeakyReLU(0.2),
-            nn.Conv2d(width // 2, width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), nn.LeakyReLU(0.2),
-            nn.Conv2d(width, 2 * width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), nn.LeakyReLU(0.2),
+            maybe_sn(nn.Conv2d(channels, width // 2, 3, pad_mode="pad", padding=1, has_bias=True), sn),
+            nn.LeakyReLU(0.2),
+            maybe_sn(nn.Conv2d(width // 2, width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), sn),
+            nn.LeakyReLU(0.2),
+            maybe_sn(nn.Conv2d(width, 2 * width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), sn),
+            nn.LeakyReLU(0.2),
         ])
-        self.head = nn.Dense(2 * width * (size // 4) * (size // 4), 1)
+        self.head = maybe_sn(nn.Dense(2 * width * (size // 4) * (size // 4), 1), sn)
 
     def construct(self, x, y=None):
         h = self.features(x)

@@ -1,11 +1,13 @@
 """MLP generator and discriminator for 2-D toy mixtures (ring8, grid25)."""
 from mindspore import nn
 
+from models.spectral_norm import maybe_sn
 
-def mlp(sizes, act):
+
+def mlp(sizes, act, spectral_norm=False):
     layers = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        layers.append(nn.Dense(a, b))
+        layers.append(maybe_sn(nn.Dense(a, b), spectral_norm))
         if i < len(sizes) - 2:
             layers.append(act())
     return nn.SequentialCell(layers)
@@ -31,7 +33,7 @@ class MLPDiscriminator(nn.Cell):
 
     def __init__(self, in_shape, width=128, depth=2, num_classes=0, spectral_norm=False):
         super().__init__()
-        self.net = mlp([in_shape[0]] + [width] * depth + [1], lambda: nn.LeakyReLU(0.2))
+        self.net = mlp([in_shape[0]] + [width] * depth + [1], lambda: nn.LeakyReLU(0.2), spectral_norm)
 
     def construct(self, x, y=None):
         return self.net(x).squeeze(-1)

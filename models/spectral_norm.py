@@ -1,0 +1,50 @@
+"""Spectral normalisation (Miyato et al. 2018) for Dense and Conv2d layers.
+
+W_sn = W / sigma(W), sigma estimated by one power iteration per training forward pass with a
+persistent, non-trainable vector u (updated with ops.assign, only in training mode). u and v are
+held constant for the gradient, as in the paper and PyTorch. MindSpore has no built-in version.
+"""
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
+
+
+def _l2_normalize(x, eps=1e-12):
+    return x / (ops.sqrt(ops.sum(x * x)) + eps)
+
+
+class SpectralNorm(nn.Cell):
+    """Wraps an nn.Dense or nn.Conv2d; calls the same op with the normalised weight."""
+
+    def __init__(self, layer, seed=0):
+        super().__init__()
+        self.layer = layer
+        rows = layer.weight.shape[0]
+        u = np.random.default_rng(seed).normal(size=(rows,)).astype(np.float32)
+        self.u = Parameter(Tensor(u / np.linalg.norm(u)), name="sn_u", requires_grad=False)
+        self.is_conv = isinstance(layer, nn.Conv2d)
+
+    def sigma_and_u(self):
+        """(sigma estimate, new u) after one power iteration."""
+        w = self.layer.weight.reshape(self.layer.weight.shape[0], -1)
+        w_const = ops.stop_gradient(w)
+        v = _l2_normalize(ops.matmul(self.u, w_const))
+        u = _l2_normalize(ops.matmul(w_const, v))
+        return ops.sum(u * ops.matmul(w, v)), u
+
+    def construct(self, x):
+        sigma, u = self.sigma_and_u()
+        if self.training:
+            sigma = ops.depend(sigma, ops.assign(self.u, u))
+        weight = self.layer.weight / sigma
+        if self.is_conv:
+            out = ops.conv2d(x, weight, stride=self.layer.stride, pad_mode=self.layer.pad_mode,
+                             padding=self.layer.padding, dilation=self.layer.dilation, groups=self.layer.group)
+            if self.layer.has_bias:
+                out = out + self.layer.bias.reshape(1, -1, 1, 1)
+            return out
+        out = ops.matmul(x, weight.T)
+        return out + self.layer.bias if self.layer.has_bias else out
+
+
+def maybe_sn(layer, enabled):
+    return SpectralNorm(layer) if enabled else layer
