@@ -67,17 +67,26 @@ def main(argv):
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
     shape = tuple(meta["data_shape"])
-    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], shape, cfg["width"])
+    conditional = cfg.get("conditional", False)
+    num_classes = meta["num_classes"] if conditional else 0
+    if args.label >= 0 and not conditional:
+        raise UserError("--class needs a run trained with --conditional")
+    if args.label >= num_classes > 0:
+        raise UserError(f"--class must be in [0, {num_classes - 1}], got {args.label}")
+    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], shape, cfg["width"], num_classes=num_classes)
     chosen = generator if args.no_ema else g_ema
     checkpoint.load_into(path, chosen.get_parameters())
     sample = make_sampler(chosen)
 
     z = np.random.default_rng(args.seed).standard_normal((args.num, cfg["z_dim"]), dtype=np.float32)
+    # conditional runs: the asked class, or every class in turn
+    labels = np.full(args.num, args.label, np.int32) if args.label >= 0 else np.arange(args.num, dtype=np.int32) % max(1, num_classes)
     chunks = []
     for i in range(0, args.num, CHUNK):
         part = z[i:i + CHUNK]
         padded = np.concatenate([part, np.zeros((CHUNK - len(part), part.shape[1]), np.float32)])
-        chunks.append(sample(Tensor.from_numpy(padded)).asnumpy()[:len(part)])
+        y = (Tensor.from_numpy(np.resize(labels[i:i + CHUNK], CHUNK).astype(np.int32)),) if conditional else ()
+        chunks.append(sample(Tensor.from_numpy(padded), *y).asnumpy()[:len(part)])
     out = np.concatenate(chunks).astype(np.float32)
 
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

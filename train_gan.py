@@ -18,18 +18,20 @@ os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 import json
 from dataclasses import dataclass
 
+import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 from tqdm import tqdm
 
 from data import SOURCES, TOY
-from loops import checkpoint, rundir, runtime, transforms
+from loops import augment, checkpoint, distributed, rundir, runtime, transforms
 from loops.config import RunConfig, UserError, opt, parse_config, run_cli
 from loops.driver import Hook, Phase, train
 from loops.ema import EMA
 from loops.gan import LOSSES, build_models, make_gan_steps, make_sampler
 from loops.logging import RunLogger
 from loops.optim import OPTIMIZERS, all_parameters, make_optimizer
+from loops.schedules import SCHEDULES, lr_at
 from loops.samples import image_grid, save_png, scatter_plot
 from metrics.evaluate import make_evaluator
 from models import ARCHS
@@ -37,9 +39,9 @@ from models import ARCHS
 # Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
 AUTO = {
     "toy": dict(steps=5000, arch="mlp", width=128, z_dim=16, batch_size=512, pack=2, lr_g=1e-3, lr_d=1e-3,
-                beta1=0.5, beta2=0.999, ema=0.99, steps_per_call=10),
+                beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=10),
     "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=2e-4,
-                  beta1=0.5, beta2=0.999, ema=0.999, steps_per_call=10),
+                  beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
 
 
@@ -56,15 +58,27 @@ class GANConfig(RunConfig):
     n_critic: int = opt(1, "D steps per G step")
     g_first: bool = opt(False, "run the G step before the D steps in each iteration")
     pack: int = opt(0, "PacGAN: D judges this many samples jointly (1: off); 0: auto (toy 2, images 1)")
-    r1: float = opt(0.0, "R1 penalty weight gamma on real data (0: off)")
+    r1: float = opt(-1.0, "R1 penalty weight gamma on real data (0: off); -1: auto (images 1, toy 0)")
     gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
     spectral_norm: bool = opt(False, "spectral normalisation on every D layer")
+    diffaug: str = opt("", "DiffAugment policies for real and fake images, e.g. color,translation,cutout")
+    conditional: bool = opt(False, "class-conditional G (label embedding) and projection D (labels: "
+                                   "digit classes, image classes, or the toy mixture's mode index)")
     batch_size: int = opt(0, "batch size of every D and G step; 0: auto")
     optimizer: str = opt("adam", "optimizer of both models", sorted(OPTIMIZERS))
+    optimizer_g: str = opt("", "G's optimizer (default: --optimizer)", [""] + sorted(OPTIMIZERS))
+    optimizer_d: str = opt("", "D's optimizer (default: --optimizer)", [""] + sorted(OPTIMIZERS))
     lr_g: float = opt(0.0, "generator learning rate; 0: auto")
     lr_d: float = opt(0.0, "discriminator learning rate; 0: auto")
-    beta1: float = opt(-1.0, "Adam beta1 (momentum for SGD); -1: auto (0.5)")
-    beta2: float = opt(-1.0, "Adam beta2; -1: auto (0.999)")
+    beta1: float = opt(-1.0, "Adam beta1 (momentum for SGD) of both models; -1: auto (0.5)")
+    beta2: float = opt(-1.0, "Adam beta2 of both models; -1: auto (0.999)")
+    beta1_g: float = opt(-1.0, "G's beta1 (default: --beta1)")
+    beta1_d: float = opt(-1.0, "D's beta1 (default: --beta1)")
+    beta2_g: float = opt(-1.0, "G's beta2 (default: --beta2)")
+    beta2_d: float = opt(-1.0, "D's beta2 (default: --beta2)")
+    weight_decay: float = opt(0.0, "weight decay (decoupled for AdamW)")
+    lr_schedule: str = opt("constant", "learning-rate schedule of both models", sorted(SCHEDULES))
+    warmup: int = opt(0, "linear learning-rate warm-up over N iterations")
     ema: float = opt(-1.0, "generator EMA decay used for samples and metrics (0: off); -1: auto")
     clip_norm_d: float = opt(0.0, "clip D's global gradient norm (0: off)")
     clip_norm_g: float = opt(0.0, "clip G's global gradient norm (0: off)")
@@ -73,29 +87,50 @@ class GANConfig(RunConfig):
     grad_noise_d: float = opt(0.0, "Gaussian noise std added to D's gradients (0: off)")
     grad_noise_g: float = opt(0.0, "Gaussian noise std added to G's gradients (0: off)")
     skip_nonfinite: bool = opt(False, "skip (and count) D/G updates with NaN/Inf gradients")
+    amp: str = opt("O0", "mixed precision level of mindspore.amp.auto_mixed_precision (O0: float32)",
+                   ["O0", "O1", "O2", "O3"])
+    loss_scale: str = opt("", "loss scaling: dynamic, static or none (default: dynamic with --amp O1-O3)",
+                          ["", "dynamic", "static", "none"])
     sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
     eval_samples: int = opt(2500, "samples drawn for each evaluation")
     steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto")
+    distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
+                                   "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
     def kind(self):
         return "toy" if self.dataset in TOY else "image"
 
     def validate(self):
+        if self.conditional and self.pack == 0:
+            self.pack = 1  # packing mixes labels: off for conditional runs
         for key, value in AUTO[self.kind()].items():
             if getattr(self, key) == self.__dataclass_fields__[key].default:  # left at "auto"
                 setattr(self, key, value)
+        if not self.loss_scale:
+            self.loss_scale = "none" if self.amp == "O0" else "dynamic"
+        for who in ("g", "d"):  # per-model settings fall back to the shared ones
+            for key in ("optimizer", "beta1", "beta2"):
+                if getattr(self, f"{key}_{who}") in ("", -1.0):
+                    setattr(self, f"{key}_{who}", getattr(self, key))
         if self.sample_every == 0:
             self.sample_every = max(1, self.steps // 5)
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp")
+        self.check(not (self.conditional and self.pack > 1), "--conditional does not combine with --pack > 1")
+        try:
+            augment.parse(self.diffaug)
+        except ValueError as e:
+            raise UserError(f"--diffaug: {e}")
+        self.check(not self.diffaug or self.kind() == "image", "--diffaug applies to image datasets")
         self.check(self.batch_size % self.pack == 0,
                    f"--batch-size ({self.batch_size}) must be a multiple of --pack ({self.pack})")
         self.check_positive("lr_g", "lr_d")
         self.check_non_negative("clip_norm_d", "clip_norm_g", "clip_value_d", "clip_value_g",
                                 "grad_noise_d", "grad_noise_g", "sample_every", "eval_every")
-        for name in ("beta1", "beta2", "ema"):
+        self.check_non_negative("weight_decay", "warmup")
+        for name in ("beta1", "beta2", "beta1_g", "beta1_d", "beta2_g", "beta2_d", "ema"):
             self.check(0 <= getattr(self, name) < 1, f"--{name} must be in [0, 1), got {getattr(self, name)}")
         self.check(self.arch != "dcgan" or self.width % 4 == 0,
                    f"--width must be a multiple of 4 for dcgan, got {self.width}")
@@ -103,13 +138,14 @@ class GANConfig(RunConfig):
                    f"--image-size must be a multiple of 4, got {self.image_size}")
         self.check(self.image_size == 0 or self.dataset not in TOY + ("digits",),
                    "--image-size applies to mnist, fashion-mnist, cifar10 and folder")
+        self.check(not self.distributed or self.run_dir, "--distributed needs --run-dir (the same on every rank)")
 
 
 def transform_for(cfg, optimizer, who):
     return transforms.from_flags(
         optimizer.parameters, who + ".", clip_value=getattr(cfg, "clip_value_" + who),
         clip_norm=getattr(cfg, "clip_norm_" + who), grad_noise=getattr(cfg, "grad_noise_" + who),
-        skip_nonfinite=cfg.skip_nonfinite)
+        skip_nonfinite=cfg.skip_nonfinite, loss_scale=cfg.loss_scale)
 
 
 def main(argv):
@@ -117,20 +153,31 @@ def main(argv):
     if cfg.dry_run:
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
+    rng, device = runtime.setup(cfg)  # first: with --distributed, the msrun scheduler process stops in here
     try:  # data errors first: a bad --data-dir must not leave a run dir behind
-        source = SOURCES[cfg.dataset](cfg)
+        # --distributed: the source yields the global batch (per-rank batch x ranks); d_draw slices it
+        source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))
     except ValueError as e:
         raise UserError(str(e))
-    resume_from = rundir.prepare(cfg, "train_gan", cfg.dataset, cfg.loss)
-    rng, device = runtime.setup(cfg)
+    # only rank 0 creates and checks the run dir; the other ranks just find the checkpoint to resume
+    resume_from = distributed.prepare_run_dir(cfg, rundir.prepare, "train_gan", cfg.dataset, cfg.loss)
 
-    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, pack_size=cfg.pack,
-                               spectral_norm=cfg.spectral_norm)
-    betas = (cfg.beta1, cfg.beta2)
-    opt_g = make_optimizer(cfg.optimizer, G.trainable_params(), cfg.lr_g, "g.", betas)
-    opt_d = make_optimizer(cfg.optimizer, D.trainable_params(), cfg.lr_d, "d.", betas)
+    num_classes = source.num_classes if cfg.conditional else 0
+    G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes=num_classes,
+                               pack_size=cfg.pack, spectral_norm=cfg.spectral_norm)
+    if cfg.amp != "O0":  # float16 compute, float32 master weights
+        G, D, G_ema = (ms.amp.auto_mixed_precision(net, cfg.amp) for net in (G, D, G_ema))
+    opt_g = make_optimizer(cfg.optimizer_g, G.trainable_params(), cfg.lr_g, "g.", (cfg.beta1_g, cfg.beta2_g),
+                           cfg.weight_decay)
+    opt_d = make_optimizer(cfg.optimizer_d, D.trainable_params(), cfg.lr_d, "d.", (cfg.beta1_d, cfg.beta2_d),
+                           cfg.weight_decay)
     t_g, t_d = transform_for(cfg, opt_g, "g"), transform_for(cfg, opt_d, "d")
-    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=cfg.r1, gp=cfg.gp)
+    scheduled = cfg.lr_schedule != "constant" or cfg.warmup > 0
+    policies = augment.parse(cfg.diffaug)
+    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=cfg.r1, gp=cfg.gp,
+                                    takes_lr=scheduled, grad_reducer=distributed.grad_reducer,
+                                    conditional=cfg.conditional, augment_policies=policies,
+                                    augment_arity=augment.arity(policies, source.shape) if policies else 0)
     ema = EMA(G, G_ema, cfg.ema)
     sample = make_sampler(G_ema)
     state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)
@@ -144,23 +191,40 @@ def main(argv):
         start = meta["step"]
     else:
         ema.copy()  # G_ema starts as G
-    rundir.write_config(cfg)
-    os.makedirs(os.path.join(cfg.run_dir, "samples"), exist_ok=True)
+    if distributed.is_main():  # rank 0 alone writes files
+        rundir.write_config(cfg)
+        os.makedirs(os.path.join(cfg.run_dir, "samples"), exist_ok=True)
+    # --distributed: every rank draws the GLOBAL batch (data, z, alpha) from the same RNG and keeps its
+    # slice (distributed.shard), so all ranks' RNG states stay equal; 1 rank: the batch itself
+    batch = distributed.global_batch(cfg.batch_size)
 
     def latent():
-        return rng.standard_normal((cfg.batch_size, cfg.z_dim), dtype=np.float32)
+        return rng.standard_normal((batch, cfg.z_dim), dtype=np.float32)
 
-    def d_draw():
-        real, _ = source.next(rng)
-        alpha = (rng.uniform(size=cfg.batch_size).astype(np.float32),) if cfg.gp > 0 else ()
-        return (real, latent()) + alpha + d_step.draw_noise(rng)
+    def lr(base, step):
+        return (np.float32(lr_at(step, base, cfg.lr_schedule, cfg.steps, cfg.warmup)),) if scheduled else ()
+
+    def fake_labels():  # uniform classes for G's samples (conditional runs only)
+        return (rng.integers(0, num_classes, batch).astype(np.int32),) if cfg.conditional else ()
+
+    def augmentation():  # DiffAugment's random draws for one batch
+        return augment.draw(rng, policies, batch, source.shape) if policies else ()
+
+    def d_draw(step):
+        real, real_labels = source.next(rng)
+        labels = (real_labels,) + fake_labels() if cfg.conditional else ()
+        aug = augmentation() + augmentation()  # real, then fake
+        alpha = (rng.uniform(size=batch).astype(np.float32),) if cfg.gp > 0 else ()
+        return (distributed.shard(real, latent(), *labels, *aug, *alpha) + lr(cfg.lr_d, step)
+                + d_step.draw_noise(rng))
 
     def d_body(*inputs):
         loss, (real_out, fake_out), norm, _ = d_step.body(*inputs)
         return loss, real_out, fake_out, norm
 
-    def g_draw():
-        return (latent(),) + g_step.draw_noise(rng)
+    def g_draw(step):
+        return (distributed.shard(latent(), *fake_labels(), *augmentation()) + lr(cfg.lr_g, step)
+                + g_step.draw_noise(rng))
 
     def g_body(*inputs):
         loss, _, norm, _ = g_step.body(*inputs)
@@ -173,13 +237,18 @@ def main(argv):
     g = Phase("g", g_draw, g_body, ("loss/g", "grad_norm/g"))
     phases = [g, d] if cfg.g_first else [d, g]
     if cfg.ema > 0:
-        phases.append(Phase("ema", tuple, ema_body, ("ema/decay",)))
+        phases.append(Phase("ema", lambda step: (), ema_body, ("ema/decay",)))
 
     # fixed noise from its own stream, so sampling never disturbs the training RNG
     fixed_z = Tensor.from_numpy(np.random.default_rng([cfg.seed, 7]).standard_normal((64, cfg.z_dim), dtype=np.float32))
     eval_z = Tensor.from_numpy(np.random.default_rng([cfg.seed, 8]).standard_normal(
         (cfg.eval_samples, cfg.z_dim), dtype=np.float32))
-    logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, start, progress=not cfg.no_progress)
+    # conditional runs: every class in turn (grid rows show classes; evaluation is class-balanced)
+    fixed_y = (Tensor.from_numpy(np.arange(64, dtype=np.int32) % num_classes),) if cfg.conditional else ()
+    eval_labels = np.arange(cfg.eval_samples, dtype=np.int32) % num_classes if cfg.conditional else None
+    eval_y = (Tensor.from_numpy(eval_labels),) if cfg.conditional else ()
+    logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, start, progress=not cfg.no_progress,
+                       enabled=distributed.is_main())
     results = {}
 
     def refresh_ema():
@@ -188,10 +257,12 @@ def main(argv):
 
     def sample_hook(step):
         refresh_ema()
+        if not distributed.is_main():  # every rank refreshes G_ema (identical state); rank 0 samples
+            return
         if source.kind == "toy":
-            picture = scatter_plot(sample(eval_z).asnumpy(), source.centers)
+            picture = scatter_plot(sample(eval_z, *eval_y).asnumpy(), source.centers)
         else:
-            picture = image_grid(sample(fixed_z).asnumpy())
+            picture = image_grid(sample(fixed_z, *fixed_y).asnumpy())
         logger.image("samples", step, picture)
         save_png(os.path.join(cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
 
@@ -199,15 +270,19 @@ def main(argv):
 
     def eval_hook(step):
         refresh_ema()
+        if not distributed.is_main():
+            return
         if not evaluator:
             evaluator.append(make_evaluator(source, cfg.eval_samples, cfg.seed, log=tqdm.write))
-        metrics = evaluator[0](sample(eval_z).asnumpy())
+        metrics = evaluator[0](sample(eval_z, *eval_y).asnumpy(), eval_labels)
         logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if not isinstance(v, list)})
         results.update(metrics, step=step)
         results.update({k.replace("/", "_"): v for k, v in logger.latest.items() if not k.startswith("metrics/")})
         rundir.write_metrics(cfg.run_dir, results)
 
     def save(step):
+        if not distributed.is_main():
+            return
         meta = {"rng": rng.bit_generator.state, "config": cfg.to_dict(), "data": source.state(),
                 "data_shape": list(source.shape), "kind": source.kind, "num_classes": source.num_classes}
         checkpoint.save(cfg.run_dir, step, state, meta, keep=cfg.keep_ckpts)
@@ -222,9 +297,11 @@ def main(argv):
         results.update(skipped_d=t_d.skipped_count(), skipped_g=t_g.skipped_count(), device=device)
         if results.get("step") != cfg.steps:
             eval_hook(cfg.steps)
-        rundir.write_metrics(cfg.run_dir, results)
-        summary = {k: round(v, 4) for k, v in results.items() if k in ("modes", "hq", "fid", "precision", "recall")}
-        print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
+        if distributed.is_main():
+            rundir.write_metrics(cfg.run_dir, results)
+            summary = {k: round(v, 4) for k, v in results.items() if k in ("modes", "hq", "fid", "precision", "recall")}
+            print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
+    distributed.report(state)  # --distributed: one digest line per rank (equal: bit-identical ranks)
     logger.close()
     return code
 

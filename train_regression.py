@@ -20,7 +20,7 @@ import numpy as np
 from mindspore import ops
 
 from data.regression import X_RANGE, sample_batch
-from loops import checkpoint, rundir, runtime, transforms
+from loops import checkpoint, distributed, rundir, runtime, transforms
 from loops.config import RunConfig, opt, parse_config, run_cli
 from loops.driver import Phase, train
 from loops.logging import RunLogger
@@ -41,12 +41,15 @@ class RegressionConfig(RunConfig):
     accumulate: int = opt(1, "average gradients over K micro-batches per update")
     skip_nonfinite: bool = opt(False, "skip (and count) updates whose gradients hold NaN/Inf")
     steps_per_call: int = opt(1, "run K updates inside one compiled loop (1: one call per step)")
+    distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
+                                   "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
     def validate(self):
         super().validate()
         self.check_positive("batch_size", "accumulate", "steps_per_call")
         self.check_positive("lr")
         self.check_non_negative("clip_value", "clip_norm", "grad_noise")
+        self.check(not self.distributed or self.run_dir, "--distributed needs --run-dir (the same on every rank)")
 
 
 def main(argv):
@@ -54,8 +57,9 @@ def main(argv):
     if cfg.dry_run:
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
-    resume_from = rundir.prepare(cfg, "train_regression", "linear", "mse")
-    rng, device = runtime.setup(cfg)
+    rng, device = runtime.setup(cfg)  # first: with --distributed, the msrun scheduler process stops in here
+    # only rank 0 creates and checks the run dir; the other ranks just find the checkpoint to resume
+    resume_from = distributed.prepare_run_dir(cfg, rundir.prepare, "train_regression", "linear", "mse")
 
     model = Linear()
     model.update_parameters_name("model.")
@@ -67,7 +71,8 @@ def main(argv):
     def forward(x, y):  # mean squared error
         return ops.mean(ops.square(model(x) - y))
 
-    step_fn = make_step(forward, optimizer, transform)
+    # --distributed: gradients averaged over ranks (None in a single process)
+    step_fn = make_step(forward, optimizer, transform, grad_reducer=distributed.grad_reducer(optimizer.parameters))
     state = all_parameters(model, optimizer, transform)
 
     start = 0
@@ -76,10 +81,12 @@ def main(argv):
         rundir.check_resume_config(cfg, meta)
         rng.bit_generator.state = meta["rng"]
         start = meta["step"]
-    rundir.write_config(cfg)
+    if distributed.is_main():  # rank 0 alone writes files
+        rundir.write_config(cfg)
 
-    def draw():  # host inputs of one micro-batch step
-        return sample_batch(rng, cfg.batch_size) + step_fn.draw_noise(rng)
+    def draw(step):  # host inputs of one micro-batch step
+        # --distributed: every rank draws the global batch and keeps its slice (same RNG state everywhere)
+        return distributed.shard(*sample_batch(rng, distributed.global_batch(cfg.batch_size))) + step_fn.draw_noise(rng)
 
     def fit(*inputs):
         loss, _, norm, norm_after = step_fn.body(*inputs)
@@ -88,10 +95,12 @@ def main(argv):
                       repeat=cfg.accumulate)
 
     def save(step):
-        checkpoint.save(cfg.run_dir, step, state, {"rng": rng.bit_generator.state, "config": cfg.to_dict()},
-                        keep=cfg.keep_ckpts)
+        if distributed.is_main():
+            checkpoint.save(cfg.run_dir, step, state, {"rng": rng.bit_generator.state, "config": cfg.to_dict()},
+                            keep=cfg.keep_ckpts)
 
-    logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, start, progress=not cfg.no_progress)
+    logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, start, progress=not cfg.no_progress,
+                       enabled=distributed.is_main())
     code = 0
     last = {}
     if start < cfg.steps:
@@ -105,7 +114,8 @@ def main(argv):
     metrics = {"w": w, "b": b, "loss": last.get("loss/train"), "steps": cfg.steps,
                "mse_vs_true_line": float(np.mean((w * grid + b - (2.0 * grid + 3.0)) ** 2)),
                "skipped_updates": transform.skipped_count(), "device": device}
-    if code == 0:
+    distributed.report(state)  # --distributed: one digest line per rank (equal: bit-identical ranks)
+    if code == 0 and distributed.is_main():
         rundir.write_metrics(cfg.run_dir, metrics)
         logger.writer.add_text("metrics", json.dumps(metrics), cfg.steps)
     logger.close()

@@ -43,7 +43,7 @@ def build(name):
     rng = np.random.default_rng(0)
     real = rng.uniform(-1, 1, (8 * s["batch"],) + s["shape"]).astype(np.float32)
 
-    def d_draw():
+    def d_draw(step):
         return (real[rng.integers(0, len(real), s["batch"])],
                 rng.standard_normal((s["batch"], s["z"]), dtype=np.float32))
 
@@ -58,9 +58,9 @@ def build(name):
     def ema_body():
         return (ema.body(ema.decay),)
     return [Phase("d", d_draw, d_body, ("loss/d", "gn/d")),
-            Phase("g", lambda: (rng.standard_normal((s["batch"], s["z"]), dtype=np.float32),), g_body,
+            Phase("g", lambda step: (rng.standard_normal((s["batch"], s["z"]), dtype=np.float32),), g_body,
                   ("loss/g", "gn/g")),
-            Phase("ema", tuple, ema_body, ("ema",))]
+            Phase("ema", lambda step: (), ema_body, ("ema",))]
 
 
 def time_single(phases, iters):
@@ -94,12 +94,12 @@ def time_single(phases, iters):
 def time_multi(phases, iters, k):
     multi = MultiStep(phases, k)
     t0 = time.perf_counter()
-    multi.run()
+    multi.run(0)
     compile_s = time.perf_counter() - t0
     calls = max(1, iters // k)
     t0 = time.perf_counter()
-    for _ in range(calls):
-        out = multi.run()
+    for i in range(calls):
+        out = multi.run(i * k)
     out["loss/d"].asnumpy()
     return (time.perf_counter() - t0) / (calls * k), compile_s
 

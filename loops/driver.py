@@ -2,7 +2,7 @@
 
 An iteration runs a list of phases in order (e.g. D x n_critic, G, EMA); a phase runs `repeat`
 times when `step % every == 0`. A phase is a pair:
-  draw()        host inputs of one call (numpy arrays, drawn from the host RNG), and
+  draw(step)    host inputs of one call at iteration `step` (numpy arrays from the host RNG), and
   body(*inputs) the uncompiled device function, returning a tuple of scalar Tensors named `tags`.
 
 Single-step mode compiles each body and calls it once per phase call. Multi-step mode
@@ -28,20 +28,27 @@ from loops.config import RunFailure
 from loops.step import maybe_jit
 
 
+def host_tensor(array):
+    """numpy -> Tensor without a copy where possible (from_numpy needs C order; keeps 0-d as 0-d,
+    which np.ascontiguousarray would not)."""
+    array = np.asarray(array)
+    return Tensor.from_numpy(array if array.flags.c_contiguous else array.copy())
+
+
 @dataclass
 class Phase:
     name: str
-    draw: Callable   # () -> tuple of numpy arrays (host inputs of one call)
+    draw: Callable   # step -> tuple of numpy arrays (host inputs of one call)
     body: Callable   # (*Tensors) -> tuple of scalar Tensors
     tags: tuple = ()  # names of the body's outputs, for logging
     every: int = 1
     repeat: int = 1
     compiled: Callable = field(default=None, repr=False)
 
-    def run(self):
+    def run(self, step):
         if self.compiled is None:
             self.compiled = maybe_jit(self.body)
-        inputs = tuple(Tensor.from_numpy(np.ascontiguousarray(a)) for a in self.draw())
+        inputs = tuple(host_tensor(a) for a in self.draw(step))
         return dict(zip(self.tags, self.compiled(*inputs)))
 
 
@@ -79,7 +86,7 @@ def run_iteration(phases, step):
     for phase in phases:
         if step % phase.every == 0:
             for _ in range(phase.repeat):
-                out.update(phase.run())
+                out.update(phase.run(step))
     return out
 
 
@@ -119,15 +126,15 @@ class MultiStep:
             return acc
         return maybe_jit(fused)
 
-    def run(self):
+    def run(self, step):
         draws = [[] for _ in self.phases]
-        for _ in range(self.k):  # the same draw order as k single iterations
+        for i in range(self.k):  # the same draw order as k single iterations
             for phase, bucket in zip(self.phases, draws):
                 for _ in range(phase.repeat):
-                    bucket.append(phase.draw())
+                    bucket.append(phase.draw(step + i))
         stacked = []
         for bucket in draws:
-            stacked += [Tensor.from_numpy(np.ascontiguousarray(np.stack(arrays))) for arrays in zip(*bucket)]
+            stacked += [host_tensor(np.stack(arrays)) for arrays in zip(*bucket)]
         if self.fn is None:
             self.fn = self._build([len(bucket[0]) for bucket in draws])
         means = self.fn(*stacked)
@@ -171,7 +178,7 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     with StopRequest() as stop:
         while step < steps:
             if multi is not None and steps - step >= multi.k:
-                out, n = multi.run(), multi.k
+                out, n = multi.run(step), multi.k
             else:  # single-step mode, or the tail shorter than one multi-step call
                 out, n = run_iteration(phases, step), 1
             prev, step = step, step + n

@@ -7,6 +7,7 @@ softplus (log(1 + e^x) = relu(x) + log1p(e^-|x|)), never sigmoid followed by a l
 import mindspore as ms
 from mindspore import ops
 
+from loops import augment
 from loops.step import make_step, maybe_jit
 
 
@@ -78,54 +79,75 @@ def pack(x, m):
 
 
 def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=None, transform_d=None,
-                   pack_size=1, r1=0.0, gp=0.0):
+                   pack_size=1, r1=0.0, gp=0.0, takes_lr=False, grad_reducer=None, conditional=False,
+                   augment_policies=(), augment_arity=0):
     """(d_step, g_step) for the loss named `loss`.
 
     d_step(real, z[, alpha]) -> (loss_d, (mean real logit, mean fake logit), grad norms); updates D
     only. `alpha` (B,) ~ U[0, 1] from the host is taken when gp > 0.
     g_step(z) -> (loss_g, (), grad norms); updates G only (D's parameters are not in opt_g).
+    conditional: the steps take class labels right after z: d_step(real, z, y_real, y_fake[, alpha]),
+    g_step(z, y_fake); G and D receive them (class embedding in G, projection in D).
+    augment_policies (DiffAugment, loops/augment.py): then the host-drawn augmentation tensors
+    (augment_arity of them per batch) follow the labels: d_step(..., aug_real..., aug_fake...[, alpha]),
+    g_step(z[, y], aug...); every image D sees, real or fake, is augmented.
     Penalties live in D's forward function, so their second-order gradients compile with it:
       r1: (r1 / 2) E ||grad_x D(x)||^2 on real data (Mescheder et al. 2018);
       gp: gp E (||grad_x D(x_hat)||_2 - 1)^2, x_hat = a x + (1 - a) G(z), a ~ U[0, 1] per sample
           (Gulrajani et al. 2017), the norm taken per sample over all non-batch axes.
+    grad_reducer: data parallel, a factory `parameters -> (grads -> grads)` (loops.distributed.grad_reducer),
+    called once per model: an all-reduce is built for one optimizer's parameters.
     """
     d_loss_fn, g_loss_fn = LOSSES[loss]
 
-    def d_of(x):
-        return discriminator(pack(x, pack_size))
+    n_labels, m = (2 if conditional else 0), augment_arity
 
-    def d_sum(x):
-        return ops.sum(d_of(x))
+    def d_of(x, y, aug):
+        if augment_policies:
+            x = augment.apply(x, aug, augment_policies)
+        return discriminator(pack(x, pack_size), y)
+
+    def d_sum(x, y, aug):
+        return ops.sum(d_of(x, y, aug))
 
     input_grad = ms.grad(d_sum, grad_position=0)
 
-    def d_forward(real, z, *alpha):
-        fake = ops.stop_gradient(generator(z))  # D's step must not build G's backward graph
-        real_logits = d_of(real)
-        fake_logits = d_of(fake)
+    def d_forward(real, z, *extra):
+        y_real, y_fake = (extra[0], extra[1]) if conditional else (None, None)
+        aug_real, aug_fake = extra[n_labels:n_labels + m], extra[n_labels + m:n_labels + 2 * m]
+        fake = ops.stop_gradient(generator(z, y_fake))  # D's step must not build G's backward graph
+        real_logits = d_of(real, y_real, aug_real)
+        fake_logits = d_of(fake, y_fake, aug_fake)
         loss_d = d_loss_fn(real_logits, fake_logits)
         if r1 > 0:
-            loss_d = loss_d + (r1 / 2) * ops.mean(ops.square(per_sample_grad_norm(input_grad(real))))
+            grad = input_grad(real, y_real, aug_real)
+            loss_d = loss_d + (r1 / 2) * ops.mean(ops.square(per_sample_grad_norm(grad)))
         if gp > 0:
-            a = alpha[0].reshape((-1,) + (1,) * (real.ndim - 1))
+            a = extra[-1].reshape((-1,) + (1,) * (real.ndim - 1))
             x_hat = a * real + (1.0 - a) * fake
-            loss_d = loss_d + gp * ops.mean(ops.square(per_sample_grad_norm(input_grad(x_hat)) - 1.0))
+            grad = input_grad(x_hat, y_real, aug_real)
+            loss_d = loss_d + gp * ops.mean(ops.square(per_sample_grad_norm(grad) - 1.0))
         return loss_d, ops.mean(real_logits), ops.mean(fake_logits)
 
-    def g_forward(z):
-        return g_loss_fn(d_of(generator(z)))
+    def g_forward(z, *extra):
+        y = extra[0] if conditional else None
+        aug = extra[n_labels // 2:n_labels // 2 + m]
+        return g_loss_fn(d_of(generator(z, y), y, aug))
 
-    d_step = make_step(d_forward, opt_d, transform_d, has_aux=True)
-    g_step = make_step(g_forward, opt_g, transform_g)
+    reduce_d = grad_reducer(opt_d.parameters) if grad_reducer else None  # data parallel (else None)
+    reduce_g = grad_reducer(opt_g.parameters) if grad_reducer else None
+    d_step = make_step(d_forward, opt_d, transform_d, has_aux=True, takes_lr=takes_lr, grad_reducer=reduce_d)
+    g_step = make_step(g_forward, opt_g, transform_g, takes_lr=takes_lr, grad_reducer=reduce_g)
     return d_step, g_step
 
 
 def make_sampler(generator):
-    """A compiled z -> G(z) for an eval-mode generator (its own graph: BatchNorm uses running stats)."""
+    """A compiled (z[, y]) -> G(z, y) for an eval-mode generator (its own graph: BatchNorm uses
+    running statistics)."""
     generator.set_train(False)
 
-    def sample(z):
-        return generator(z)
+    def sample(z, *labels):
+        return generator(z, labels[0] if labels else None)
     return maybe_jit(sample)
 
 

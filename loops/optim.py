@@ -35,7 +35,7 @@ def all_parameters(*cells):
     """Every Parameter of the given Cells (models, optimizers, transforms), each once, in order."""
     seen, out = set(), []
     for cell in cells:
-        for p in list(cell.get_parameters()) + getattr(cell, "lr_parameters", []):
+        for p in list(cell.get_parameters()) + getattr(cell, "lr_parameters", []) + getattr(cell, "extra_parameters", []):
             if id(p) not in seen:
                 seen.add(id(p))
                 out.append(p)

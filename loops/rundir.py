@@ -3,6 +3,7 @@
 Nothing here overwrites an existing run by accident: a fresh run refuses a directory that
 already holds checkpoints, and --resume refuses a config that changed what is trained.
 """
+import glob
 import json
 import os
 
@@ -27,6 +28,8 @@ def prepare(cfg, script, dataset, loss):
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise UserError(f"--run-dir {run_dir} exists and is not a directory")
     resume_from = None
+    for stale in glob.glob(os.path.join(run_dir, "checkpoints", "*.tmp*.ckpt")):
+        os.remove(stale)  # a save killed half-way: never renamed, never loadable, safe to drop
     if cfg.resume:
         resume_from = checkpoint.latest(run_dir)
         if resume_from is None:

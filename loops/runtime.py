@@ -4,6 +4,7 @@ import os
 import mindspore as ms
 import numpy as np
 
+from loops import distributed
 from loops.config import UserError
 
 
@@ -29,6 +30,9 @@ def setup(cfg):
 
     All randomness of the training loop (data order, latent noise, gradient noise) comes from this
     Generator; its state goes into every checkpoint, which is what makes resume exact.
+    With cfg.distributed (under msrun) it also joins the cluster; rank and group size are then in
+    loops.distributed (rank(), size(), is_main()). Every rank gets the same seed: identical initial
+    weights and host RNG streams.
     """
     device = cfg.device or best_device()
     if cfg.device and device != "CPU":
@@ -41,5 +45,7 @@ def setup(cfg):
     mode = ms.GRAPH_MODE if cfg.mode == "graph" else ms.PYNATIVE_MODE
     ms.set_context(mode=mode)
     ms.set_device(device)
+    if getattr(cfg, "distributed", False):  # data parallel: join the msrun cluster (after set_device)
+        distributed.init()
     ms.set_seed(cfg.seed)
     return np.random.default_rng(cfg.seed), device

@@ -48,16 +48,28 @@ class Step:
         return self.fn(*inputs)
 
 
-def make_step(forward_fn, optimizer, transform=None, has_aux=False):
+def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=False, grad_reducer=None):
     """Build the step for `forward_fn(*inputs) -> loss` (or `(loss, aux)` with has_aux=True).
 
     Gradients are taken w.r.t. `optimizer.parameters` only, so a D step can never move G.
     The step returns (loss, aux, global grad norm before the transform, after it); aux is () without
-    has_aux. With a transform that takes noise, the step's last input is the flat host noise.
+    has_aux. Extra trailing inputs: with takes_lr, this step's learning rate (a float32 scalar,
+    assigned to the optimizer before its update: host-side schedules); then, with a transform
+    that takes noise, the flat host noise.
+    `grad_reducer` (grads -> grads; data parallel: loops/distributed.py) averages the gradients over
+    ranks right after value_and_grad, so the transform (clipping, noise) sees the averaged gradients.
     """
     transform = transform if transform is not None else Chain()
+    scaler = getattr(transform, "loss_scaler", None)  # mixed precision: scale the loss before grad
+    if scaler is not None:
+        unscaled_forward = forward_fn
+
+        def forward_fn(*inputs):
+            out = unscaled_forward(*inputs)
+            return (scaler.scale(out[0]),) + tuple(out[1:]) if has_aux else scaler.scale(out)
     grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=has_aux)
     takes_noise = transform.noise_size > 0
+    lr_param = optimizer.lr_parameters[0] if takes_lr else None  # a free variable the graph can resolve
     can_skip = transform.can_skip
     changes_grads = not (isinstance(transform, Chain) and len(transform.transforms) == 0)
 
@@ -67,13 +79,23 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False):
             inputs = inputs[:-1]
         else:
             noise = None
+        lr = None
+        if takes_lr:
+            lr = inputs[-1]
+            inputs = inputs[:-1]
         out, grads = grad_fn(*inputs)
+        if grad_reducer is not None:  # data parallel: mean over ranks (all-reduce)
+            grads = grad_reducer(grads)
+        if takes_lr:  # the update below reads the new rate: order it after the assign
+            grads = ops.depend(grads, ops.assign(lr_param, lr))
         if has_aux:
             loss = out[0]
             aux = out[1:]
         else:
             loss = out
             aux = ()
+        if scaler is not None:
+            loss = scaler.unscale(loss)
         norm_before = global_norm(grads)
         if can_skip:
             grads, apply = transform(grads, ops.ones((), ms.bool_), noise)

@@ -137,6 +137,37 @@ class Accumulate(Transform):
         return tuple(summed), ops.logical_and(apply, ready)
 
 
+class LossScale(Transform):
+    """Loss scaling for mixed precision (mindspore.amp's Dynamic/StaticLossScaler).
+
+    make_step multiplies the loss by the scale before differentiating (it finds this transform via
+    Chain.loss_scaler); here the gradients are unscaled, a non-finite update is vetoed and counted in
+    `overflows`, and a dynamic scaler halves its scale on overflow / grows it after a clean window.
+    Put it first in a chain: every other transform must see unscaled gradients.
+    """
+    can_skip = True
+
+    def __init__(self, scaler, prefix):
+        super().__init__()
+        self.scaler = scaler
+        self.prefix = prefix
+        self.state = [p for p in vars(scaler).values() if isinstance(p, Parameter)]
+        self.overflows = Parameter(Tensor(0, ms.int32), name="overflows", requires_grad=False)
+        self.name_state()
+
+    def name_state(self):
+        for p in self.state:
+            p.name = self.prefix + "loss_scale." + p.name.split(".")[-1]
+        self.overflows.name = self.prefix + "loss_scale.overflows"
+
+    def construct(self, grads, apply, noise):
+        grads = self.scaler.unscale(grads)
+        finite = ms.amp.all_finite(grads)
+        self.scaler.adjust(finite)
+        ops.assign_add(self.overflows, ops.logical_and(apply, ops.logical_not(finite)).astype(ms.int32))
+        return grads, ops.logical_and(apply, finite)
+
+
 class Chain(Transform):
     """Apply transforms in order; skips and noise needs are the union of its members'."""
 
@@ -145,6 +176,10 @@ class Chain(Transform):
         self.transforms = nn.CellList(list(transforms))
         self.can_skip = any(t.can_skip for t in transforms)
         self.noise_size = max([t.noise_size for t in transforms] + [0])
+        scalers = [t.scaler for t in transforms if isinstance(t, LossScale)]
+        self.loss_scaler = scalers[0] if scalers else None
+        # the scaler's own state (scale, counter) lives outside any Cell: list it for checkpoints
+        self.extra_parameters = [p for t in transforms if isinstance(t, LossScale) for p in t.state]
         for t in transforms:
             t.name_state()
 
@@ -154,16 +189,26 @@ class Chain(Transform):
         return grads, apply
 
     def skipped_count(self):
-        """Updates vetoed by non-finite checks so far (host int; reads a Parameter, so not for jit)."""
-        return sum(int(t.skipped.asnumpy()) for t in self.transforms if isinstance(t, SkipNonFinite))
+        """Updates vetoed by non-finite checks and loss-scale overflows so far (host int; not for jit)."""
+        return (sum(int(t.skipped.asnumpy()) for t in self.transforms if isinstance(t, SkipNonFinite))
+                + sum(int(t.overflows.asnumpy()) for t in self.transforms if isinstance(t, LossScale)))
+
+
+LOSS_SCALERS = {
+    "none": None,
+    "static": lambda: ms.amp.StaticLossScaler(2.0 ** 10),
+    "dynamic": lambda: ms.amp.DynamicLossScaler(2.0 ** 16, 2, 1000),
+}
 
 
 def from_flags(params, prefix="", clip_value=0.0, clip_norm=0.0, grad_noise=0.0, accumulate=1,
-               skip_nonfinite=False):
+               skip_nonfinite=False, loss_scale="none"):
     """The chain the CLI flags describe, in the order that makes each meaningful:
-    accumulate first (the rest see the averaged gradient), then the finite check, clip, noise
-    (noise after clipping, as DP-SGD does)."""
+    loss scale first (unscaled gradients for the rest), accumulate (the rest see the averaged
+    gradient), the finite check, clip, noise (noise after clipping, as DP-SGD does)."""
     parts = []
+    if LOSS_SCALERS[loss_scale] is not None:
+        parts.append(LossScale(LOSS_SCALERS[loss_scale](), prefix))
     if accumulate > 1:
         parts.append(Accumulate(accumulate, params, prefix))
     if skip_nonfinite:

@@ -39,14 +39,18 @@ def main(argv):
     _, meta = checkpoint.read(path)
     cfg = meta["config"]
     ms.set_context(mode=ms.GRAPH_MODE)
-    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], tuple(meta["data_shape"]), cfg["width"])
+    num_classes = meta["num_classes"] if cfg.get("conditional") else 0
+    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], tuple(meta["data_shape"]), cfg["width"],
+                                       num_classes=num_classes)
     chosen = generator if args.no_ema else g_ema
     checkpoint.load_into(path, chosen.get_parameters())
     n = args.num or cfg["eval_samples"]
     z = np.random.default_rng([cfg["seed"], 8]).standard_normal((n, cfg["z_dim"]), dtype=np.float32)
-    samples = make_sampler(chosen)(Tensor.from_numpy(z)).asnumpy()
+    labels = np.arange(n, dtype=np.int32) % num_classes if num_classes else None  # as train_gan evaluates
+    y = (Tensor.from_numpy(labels),) if num_classes else ()
+    samples = make_sampler(chosen)(Tensor.from_numpy(z), *y).asnumpy()
     source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
-    metrics = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr))(samples)
+    metrics = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr))(samples, labels)
     out_path = os.path.join(args.run_dir, "metrics.json")
     existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
     existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(path), ema=not args.no_ema)

@@ -10,8 +10,14 @@ class ToyEvaluator:
     def __init__(self, source):
         self.source = source
 
-    def __call__(self, samples):
-        return mode_stats(samples, self.source.centers, self.source.std)
+    def __call__(self, samples, labels=None):
+        """labels (conditional runs): the mode each sample was asked for; class_accuracy is the share
+        of samples whose nearest mode is that one."""
+        out = mode_stats(samples, self.source.centers, self.source.std)
+        if labels is not None:
+            d = np.linalg.norm(samples[:, None, :] - self.source.centers[None], axis=2)
+            out["class_accuracy"] = float((d.argmin(1) == labels).mean())
+        return out
 
 
 class ImageEvaluator:
@@ -23,12 +29,16 @@ class ImageEvaluator:
         idx = np.random.default_rng([seed, 9]).permutation(len(source.images))[:n]
         self.real_features, self.real_probs = self.extract(to_float(source.images[idx]))
 
-    def __call__(self, samples):
+    def __call__(self, samples, labels=None):
+        """labels (conditional runs): the class each sample was asked for; class_accuracy is the share
+        the classifier assigns to that class."""
         feats, probs = self.extract(np.asarray(samples, np.float32))
         out = {"fid": fid(self.real_features, feats), "kid": kid(self.real_features, feats),
                "class_score": class_score(probs), "classifier_accuracy": self.accuracy}
         out.update(prdc(self.real_features, feats))
         out.update(class_coverage(probs))
+        if labels is not None:
+            out["class_accuracy"] = float((probs.argmax(1) == labels).mean())
         return out
 
 

@@ -10,7 +10,8 @@ from models.spectral_norm import maybe_sn
 
 
 class DCGANGenerator(nn.Cell):
-    """z -> image in [-1, 1], shape (C, S, S). BatchNorm + ReLU, tanh output (Radford et al. 2016)."""
+    """z -> image in [-1, 1], shape (C, S, S). BatchNorm + ReLU, tanh output (Radford et al. 2016).
+    With classes, z is multiplied by a learned class embedding."""
 
     def __init__(self, z_dim, out_shape, width=64, num_classes=0):
         super().__init__()
@@ -37,7 +38,8 @@ class DCGANGenerator(nn.Cell):
 
 
 class DCGANDiscriminator(nn.Cell):
-    """image -> one logit. Stride-2 convs with LeakyReLU(0.2), no BatchNorm (safe with GP/R1)."""
+    """image -> one logit. Stride-2 convs with LeakyReLU(0.2), no BatchNorm (safe with GP/R1).
+    With classes, a projection discriminator: logit = head(h) + <embed(y), h>."""
 
     def __init__(self, in_shape, width=64, num_classes=0, spectral_norm=False):
         super().__init__()
@@ -51,8 +53,14 @@ class DCGANDiscriminator(nn.Cell):
             maybe_sn(nn.Conv2d(width, 2 * width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), sn),
             nn.LeakyReLU(0.2),
         ])
-        self.head = maybe_sn(nn.Dense(2 * width * (size // 4) * (size // 4), 1), sn)
+        features = 2 * width * (size // 4) * (size // 4)
+        self.head = maybe_sn(nn.Dense(features, 1), sn)
+        self.embed = nn.Embedding(num_classes, features) if num_classes else None  # projection D
 
     def construct(self, x, y=None):
         h = self.features(x)
-        return self.head(h.reshape(h.shape[0], -1)).squeeze(-1)
+        h = h.reshape(h.shape[0], -1)
+        out = self.head(h).squeeze(-1)
+        if self.embed is not None:
+            out = out + (self.embed(y) * h).sum(-1)
+        return out

@@ -29,11 +29,19 @@ class MLPGenerator(nn.Cell):
 
 
 class MLPDiscriminator(nn.Cell):
-    """x in R^2 -> one logit (unbounded: the losses take logits)."""
+    """x in R^2 -> one logit (unbounded: the losses take logits). With classes, a projection
+    discriminator (Miyato & Koyama 2018): logit = head(h) + <embed(y), h>."""
 
     def __init__(self, in_shape, width=128, depth=2, num_classes=0, spectral_norm=False):
         super().__init__()
-        self.net = mlp([in_shape[0]] + [width] * depth + [1], lambda: nn.LeakyReLU(0.2), spectral_norm)
+        self.body = nn.SequentialCell([mlp([in_shape[0]] + [width] * depth, lambda: nn.LeakyReLU(0.2), spectral_norm),
+                                       nn.LeakyReLU(0.2)])
+        self.head = maybe_sn(nn.Dense(width, 1), spectral_norm)
+        self.embed = nn.Embedding(num_classes, width) if num_classes else None
 
     def construct(self, x, y=None):
-        return self.net(x).squeeze(-1)
+        h = self.body(x)
+        out = self.head(h).squeeze(-1)
+        if self.embed is not None:
+            out = out + (self.embed(y) * h).sum(-1)
+        return out

@@ -49,7 +49,7 @@ def test_parameter_names_never_clash(graph_mode):
 
 def recorder(calls, name, every=1, repeat=1):
     """A phase whose 'compiled' function only records that it ran (no graph needed)."""
-    return Phase(name, tuple, None, every=every, repeat=repeat, compiled=lambda: calls.append(name) or ())
+    return Phase(name, lambda step: (), None, every=every, repeat=repeat, compiled=lambda: calls.append(name) or ())
 
 
 def test_n_critic_and_phase_order():
@@ -67,7 +67,7 @@ def test_optimizer_counts_follow_n_critic(graph_mode):
     G, D, _, opt_g, opt_d, d_step, g_step = setup("mlp", (2,))
     rng = np.random.default_rng(1)
 
-    def d_draw():
+    def d_draw(step):
         return rng.normal(size=(16, 2)).astype(np.float32), rng.normal(size=(16, 8)).astype(np.float32)
 
     def d_body(real, z):
@@ -76,7 +76,7 @@ def test_optimizer_counts_follow_n_critic(graph_mode):
     def g_body(z):
         return g_step.body(z)[:1]
     phases = [Phase("d", d_draw, d_body, ("loss/d",), repeat=5),
-              Phase("g", lambda: (rng.normal(size=(16, 8)).astype(np.float32),), g_body, ("loss/g",))]
+              Phase("g", lambda step: (rng.normal(size=(16, 8)).astype(np.float32),), g_body, ("loss/g",))]
     for step in range(4):
         run_iteration(phases, step)
     assert int(opt_d.state_step.asnumpy()) == 20 and int(opt_g.state_step.asnumpy()) == 4

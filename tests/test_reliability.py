@@ -8,8 +8,9 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
-from conftest import ROOT, checkpoint_arrays, error_lines, run_script
+from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script
 from loops.driver import NonFinite
 
 
@@ -69,3 +70,56 @@ def test_keep_ckpts_rotates_and_no_file_is_a_pickle(tmp_path):
         if path.is_file():
             head = path.read_bytes()[:2]
             assert not (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")), path
+
+
+@pytest.mark.slow
+def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
+    """SIGKILL at random moments (checkpoints every step, so many kills land inside a save), resume
+    each time; the latest checkpoint always loads and the end result equals an uninterrupted run."""
+    args = ["--dataset", "ring8", "--width", "16", "--batch-size", "32", "--eval-samples", "100",
+            "--steps", "150", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
+    whole = tmp_path / "whole"
+    run_script("train_gan.py", "--run-dir", whole, *args)
+    run = tmp_path / "killed"
+    rng = np.random.default_rng(0)
+    env = dict(os.environ, GLOG_v="4")
+    kills = 0
+    for attempt in range(4):
+        resume = ["--resume"] if list((run / "checkpoints").glob("step_*.ckpt")) else []
+        proc = subprocess.Popen([sys.executable, "train_gan.py", "--run-dir", str(run), *args, *resume],
+                                cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+        time.sleep(6 + rng.uniform(0, 4))  # startup + compile take ~5 s
+        if proc.poll() is not None:
+            break
+        proc.kill()
+        proc.wait()
+        kills += 1
+        latest = sorted((run / "checkpoints").glob("step_*.ckpt"))
+        if latest:
+            checkpoint_arrays(latest[-1])  # loads: never half-written
+    assert kills >= 2  # it really was killed mid-run, more than once
+    resume = ["--resume"] if list((run / "checkpoints").glob("step_*.ckpt")) else []
+    run_script("train_gan.py", "--run-dir", run, *args, *resume)
+    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000150.ckpt"),
+                       checkpoint_arrays(run / "checkpoints/step_00000150.ckpt"))
+
+
+def test_unwritable_run_dir_exits_2(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    proc = run_script("train_regression.py", "--run-dir", blocker / "run", "--steps", 2, check=False)
+    assert proc.returncode == 2 and "is not writable" in error_lines(proc)[0]
+    assert blocker.read_text() == "not a directory"
+
+
+def test_checkpoint_of_another_architecture_names_the_parameter(tmp_path):
+    run = tmp_path / "arch"
+    args = ["--dataset", "ring8", "--batch-size", 32, "--eval-samples", 100]
+    run_script("train_gan.py", "--run-dir", run, *args, "--width", 16, "--steps", 3)
+    before = (run / "checkpoints" / "step_00000003.ckpt").read_bytes()
+    proc = run_script("train_gan.py", "--run-dir", run, *args, "--width", 32, "--steps", 6, "--resume", "--force",
+                      check=False)
+    lines = error_lines(proc)
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "parameter 'g.net.0.weight' has shape (16, 16), the model wants (32, 16)" in lines[0]
+    assert (run / "checkpoints" / "step_00000003.ckpt").read_bytes() == before

@@ -22,7 +22,9 @@ def final_ckpt(run, step):
 
 @pytest.mark.parametrize("extra", [
     ["--n-critic", 2, "--grad-noise-d", 0.01, "--clip-norm-g", 1.0, "--skip-nonfinite"],
-    ["--loss", "wgan", "--g-first", "--ema", 0],
+    ["--loss", "wgan", "--g-first", "--ema", 0, "--conditional"],
+    ["--lr-schedule", "linear", "--warmup", 5, "--optimizer-d", "sgd", "--gp", 1.0, "--spectral-norm"],
+    ["--amp", "O2", "--r1", 0.1],
 ])
 def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
     runs = []
@@ -33,10 +35,10 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
     assert_same_arrays(*runs)
 
 
-@pytest.mark.parametrize("tiny, steps", [(TINY_TOY, 30), (TINY_DIGITS, 6)])
+@pytest.mark.parametrize("tiny, steps", [(TINY_TOY, 30), (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
 def test_gan_resume_is_bit_identical(tmp_path, tiny, steps):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    args = [*tiny, "--steps-per-call", 1 if tiny is TINY_DIGITS else 10]
+    args = [*tiny, "--steps-per-call", 10 if tiny is TINY_TOY else 1]
     run_script("train_gan.py", "--run-dir", whole, *args, "--steps", steps)
     run_script("train_gan.py", "--run-dir", parts, *args, "--steps", steps // 2 + 1)
     run_script("train_gan.py", "--run-dir", parts, *args, "--steps", steps, "--resume")
@@ -111,3 +113,20 @@ def test_generate_bad_input_exit_2(tmp_path, capsys, args, message):
     assert code == 2 and len(lines) == 1 and message in lines[0], lines
     code, lines = cli_error(generate.main, [tmp_path / "missing", "--num", 5, "--out", tmp_path / "x.npy"], capsys)
     assert code == 2 and "does not exist" in lines[0]
+
+
+@pytest.mark.slow
+def test_conditional_generator_produces_the_asked_class(tmp_path):
+    run = tmp_path / "cond"
+    run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--conditional", "--steps", 800,
+               "--eval-samples", 800)
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["class_accuracy"] > 0.9, m
+    from data.toy2d import ring8_centers
+    for k in (2, 5):
+        run_script("generate.py", run, "--num", 400, "--out", tmp_path / f"{k}.npy", "--class", k)
+        x = np.load(tmp_path / f"{k}.npy")
+        nearest = np.linalg.norm(x[:, None] - ring8_centers()[None], axis=2).argmin(1)
+        assert (nearest == k).mean() > 0.9
+    proc = run_script("generate.py", run, "--num", 4, "--out", tmp_path / "x.npy", "--class", 8, check=False)
+    assert proc.returncode == 2 and "--class must be in [0, 7]" in proc.stderr

@@ -117,3 +117,20 @@ def test_accumulation_holds_back_until_k(graph_mode):
     np.testing.assert_array_equal(net.weight.asnumpy(), w0)
     step(Tensor(x), Tensor(y))
     assert not np.array_equal(net.weight.asnumpy(), w0)
+
+
+def test_loss_scale_unscales_vetoes_overflow_and_backs_off(graph_mode):
+    chain = T.from_flags([], "amp.", loss_scale="dynamic")
+    (t,) = chain.transforms
+    assert chain.loss_scaler is t.scaler and sorted(p.name for p in chain.extra_parameters) == [
+        "amp.loss_scale.counter", "amp.loss_scale.scale_value"]
+    scale = float(t.scaler.scale_value.asnumpy())
+    out, apply = apply_jit(chain, (GRADS[0] * scale, GRADS[1] * scale))
+    np.testing.assert_allclose(out[0], GRADS[0], rtol=1e-6)
+    assert bool(apply.asnumpy())
+    bad = (GRADS[0].copy(), GRADS[1].copy())
+    bad[0][0, 0] = np.inf
+    _, apply = apply_jit(chain, bad)
+    assert not bool(apply.asnumpy()) and int(t.overflows.asnumpy()) == 1
+    assert float(t.scaler.scale_value.asnumpy()) == scale / 2  # dynamic: halved on overflow
+    assert chain.skipped_count() == 1
