@@ -44,7 +44,8 @@ def setup(cfg):
             raise UserError(f"--device {device}: MindSpore finds no {device} on this machine")
     mode = ms.GRAPH_MODE if cfg.mode == "graph" else ms.PYNATIVE_MODE
     ms.set_context(mode=mode)
-    ms.set_device(device)
+    if ms.get_context("device_target") != device:  # set once per process: MindSpore refuses a second call
+        ms.set_device(device)
     if getattr(cfg, "distributed", False):  # data parallel: join the msrun cluster (after set_device)
         distributed.init()
     ms.set_seed(cfg.seed)

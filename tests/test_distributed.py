@@ -24,7 +24,7 @@ import pytest
 
 from conftest import ROOT, checkpoint_arrays
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("msrun")]  # msrun jobs: one at a time
 
 BIN = os.path.dirname(sys.executable)
 REG = ["--steps", 20, "--no-progress"]

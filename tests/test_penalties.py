@@ -15,7 +15,7 @@ class LinearCritic(nn.Cell):
         w = (3.0 * w / np.linalg.norm(w)).astype(np.float32)  # ||w|| = 3: far from GP's target
         self.dense = nn.Dense(features, 1, weight_init=Tensor(w), bias_init="zeros")
 
-    def construct(self, x):
+    def construct(self, x, y=None):
         return self.dense(x.reshape(x.shape[0], -1)).squeeze(-1)
 
 
@@ -26,7 +26,7 @@ class ConstantGenerator(nn.Cell):
         self.dense = nn.Dense(2, int(np.prod(shape)), weight_init=Tensor(w), bias_init="zeros")
         self.shape = shape
 
-    def construct(self, z):
+    def construct(self, z, y=None):
         return self.dense(z).reshape((z.shape[0],) + self.shape)
 
 

@@ -27,9 +27,9 @@ def test_converges_to_true_line_and_logs(tmp_path):
     assert os.listdir(run / "checkpoints") == ["step_00000500.ckpt"]
 
 
-@pytest.mark.parametrize("flags", [[], ["--grad-noise", "0.01", "--accumulate", "3", "--clip-norm", "5",
-                                        "--optimizer", "adam", "--skip-nonfinite"]])
-def test_resume_is_bit_identical(tmp_path, flags):
+def test_resume_is_bit_identical(tmp_path):
+    flags = ["--grad-noise", "0.01", "--accumulate", "3", "--clip-norm", "5", "--optimizer", "adam",
+             "--skip-nonfinite", "--steps-per-call", "4"]
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     common = ["--steps", 60, "--log-every", 10, *flags]
     run_script("train_regression.py", "--run-dir", whole, *common)
