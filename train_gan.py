@@ -28,7 +28,7 @@ from loops import augment, checkpoint, distributed, rundir, runtime, transforms
 from loops.config import RunConfig, UserError, opt, parse_config, run_cli
 from loops.driver import Hook, Phase, train
 from loops.ema import EMA
-from loops.gan import LOSSES, build_models, make_gan_steps, make_sampler
+from loops.gan import LOSSES, build_models, make_gan_steps, make_lazy_r1_step, make_sampler
 from loops.logging import RunLogger
 from loops.optim import OPTIMIZERS, all_parameters, make_optimizer
 from loops.schedules import SCHEDULES, lr_at
@@ -59,6 +59,7 @@ class GANConfig(RunConfig):
     g_first: bool = opt(False, "run the G step before the D steps in each iteration")
     pack: int = opt(0, "PacGAN: D judges this many samples jointly (1: off); 0: auto (toy 2, images 1)")
     r1: float = opt(-1.0, "R1 penalty weight gamma on real data (0: off); -1: auto (images 1, toy 0)")
+    r1_every: int = opt(1, "lazy R1: its own D step every K iterations, penalty scaled by K (1: in every D step)")
     gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
     spectral_norm: bool = opt(False, "spectral normalisation on every D layer")
     diffaug: str = opt("", "DiffAugment policies for real and fake images, e.g. color,translation,cutout")
@@ -102,6 +103,8 @@ class GANConfig(RunConfig):
         return "toy" if self.dataset in TOY else "image"
 
     def validate(self):
+        if self.r1_every > 1 and self.steps_per_call == 0:
+            self.steps_per_call = 1  # the multi-step engine runs every phase every iteration
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
         for key, value in AUTO[self.kind()].items():
@@ -118,6 +121,9 @@ class GANConfig(RunConfig):
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp")
+        self.check_positive("r1_every")
+        self.check(self.r1_every == 1 or self.steps_per_call == 1,
+                   "--r1-every > 1 needs --steps-per-call 1 (the multi-step engine has no interval phases yet)")
         self.check(not (self.conditional and self.pack > 1), "--conditional does not combine with --pack > 1")
         try:
             augment.parse(self.diffaug)
@@ -173,11 +179,13 @@ def main(argv):
                            cfg.weight_decay)
     t_g, t_d = transform_for(cfg, opt_g, "g"), transform_for(cfg, opt_d, "d")
     scheduled = cfg.lr_schedule != "constant" or cfg.warmup > 0
+    lazy_r1 = cfg.r1 > 0 and cfg.r1_every > 1
     policies = augment.parse(cfg.diffaug)
-    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=cfg.r1, gp=cfg.gp,
+    d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=0.0 if lazy_r1 else cfg.r1, gp=cfg.gp,
                                     takes_lr=scheduled, grad_reducer=distributed.grad_reducer,
                                     conditional=cfg.conditional, augment_policies=policies,
                                     augment_arity=augment.arity(policies, source.shape) if policies else 0)
+    r1_step = make_lazy_r1_step(D, opt_d, cfg.r1, cfg.r1_every, t_d, cfg.pack, cfg.conditional) if lazy_r1 else None
     ema = EMA(G, G_ema, cfg.ema)
     sample = make_sampler(G_ema)
     state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)
@@ -236,6 +244,15 @@ def main(argv):
     d = Phase("d", d_draw, d_body, ("loss/d", "d_out/real", "d_out/fake", "grad_norm/d"), repeat=cfg.n_critic)
     g = Phase("g", g_draw, g_body, ("loss/g", "grad_norm/g"))
     phases = [g, d] if cfg.g_first else [d, g]
+    if lazy_r1:
+        def r1_draw(step):
+            real, real_labels = source.next(rng)
+            labels = (real_labels,) if cfg.conditional else ()
+            return distributed.shard(real, *labels) + d_step.draw_noise(rng)
+
+        def r1_body(*inputs):
+            return r1_step.body(*inputs)[:1]
+        phases.append(Phase("r1", r1_draw, r1_body, ("loss/r1",), every=cfg.r1_every))
     if cfg.ema > 0:
         phases.append(Phase("ema", lambda step: (), ema_body, ("ema/decay",)))
 
@@ -287,7 +304,12 @@ def main(argv):
                 "data_shape": list(source.shape), "kind": source.kind, "num_classes": source.num_classes}
         checkpoint.save(cfg.run_dir, step, state, meta, keep=cfg.keep_ckpts)
 
-    hooks = [Hook(cfg.sample_every, sample_hook), Hook(cfg.eval_every, eval_hook)]
+    def skip_hook(step):  # updates vetoed by --skip-nonfinite / loss-scale overflows (one sync per log)
+        logger.scalars(step, {"skipped/d": t_d.skipped_count(), "skipped/g": t_g.skipped_count()})
+
+    counts_skips = cfg.skip_nonfinite or cfg.loss_scale != "none"
+    hooks = [Hook(cfg.sample_every, sample_hook), Hook(cfg.eval_every, eval_hook),
+             Hook(cfg.log_every if counts_skips else 0, skip_hook)]
     code = 0
     if start < cfg.steps:
         _, code = train(phases, start_step=start, steps=cfg.steps, log_every=cfg.log_every, logger=logger,

@@ -173,6 +173,7 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     """
     multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 else None
     last = {}
+    latest = {}  # the newest value of every tag: interval phases (lazy R1) log their last result
     step = start_step
     tick, tick_step = time.perf_counter(), start_step
     with StopRequest() as stop:
@@ -185,11 +186,12 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
             if stop_on_nonfinite:
                 check_finite(out, prev + 1, step)
             logger.advance(n)
+            latest.update(out)
             if crossed(prev, step, log_every) or step == steps:
                 now = time.perf_counter()
-                out["perf/steps_per_s"] = (step - tick_step) / max(now - tick, 1e-9)
+                latest["perf/steps_per_s"] = (step - tick_step) / max(now - tick, 1e-9)
                 tick, tick_step = now, step
-                last = logger.scalars(step, out)
+                last = logger.scalars(step, latest)
             for hook in hooks:
                 if crossed(prev, step, hook.every):
                     hook.run(step)

@@ -141,6 +141,22 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
     return d_step, g_step
 
 
+def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_size=1, conditional=False):
+    """R1 as its own D step, run every `every` iterations with the penalty scaled by `every`
+    (lazy regularisation, Karras et al. 2020): r1_step(real[, y_real]) -> ((gamma / 2) * every *
+    E ||grad_x D(x)||^2, (), grad norms). Use it with make_gan_steps(..., r1=0)."""
+    def d_sum(x, y):
+        return ops.sum(discriminator(pack(x, pack_size), y))
+
+    input_grad = ms.grad(d_sum, grad_position=0)
+
+    def r1_forward(real, *labels):
+        y = labels[0] if conditional else None
+        return (gamma / 2) * every * ops.mean(ops.square(per_sample_grad_norm(input_grad(real, y))))
+
+    return make_step(r1_forward, opt_d, transform)
+
+
 def make_sampler(generator):
     """A compiled (z[, y]) -> G(z, y) for an eval-mode generator (its own graph: BatchNorm uses
     running statistics)."""

@@ -65,3 +65,17 @@ def test_gp_pulls_the_critic_gradient_norm_to_one(graph_mode):
         norms[gp] = np.linalg.norm(D.dense.weight.asnumpy())
     assert abs(norms[10.0] - 1.0) < 0.1, norms
     assert norms[0.0] > 2.0, norms
+
+
+def test_lazy_r1_is_its_own_phase_every_k_steps(tmp_path):
+    import json
+
+    from conftest import checkpoint_arrays, run_script, scalar_tags
+    run = tmp_path / "lazy"
+    run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--width", 16, "--batch-size", 32,
+               "--eval-samples", 100, "--steps", 8, "--r1", 1.0, "--r1-every", 4, "--log-every", 4)
+    arrays = checkpoint_arrays(run / "checkpoints" / "step_00000008.ckpt")
+    assert int(arrays["d.opt.state_step"]) == 8 + 2  # 8 D steps + R1 steps at iterations 0 and 4
+    assert int(arrays["g.opt.state_step"]) == 8
+    assert "loss/r1" in scalar_tags(run).Tags()["scalars"]
+    assert json.loads((run / "config.json").read_text())["steps_per_call"] == 1

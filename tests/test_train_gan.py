@@ -32,6 +32,8 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
         run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 30, "--steps-per-call", k, *extra)
         runs.append(final_ckpt(run, 30))
     assert_same_arrays(*runs)
+    skipped = [e.value for e in scalar_tags(run).Scalars("skipped/d")]  # counted and logged
+    assert len(skipped) == 3 and skipped[-1] == 0
 
 
 @pytest.mark.parametrize("tiny, steps", [(TINY_TOY, 30), (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
