@@ -33,7 +33,9 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
         runs.append(final_ckpt(run, 30))
     assert_same_arrays(*runs)
     skipped = [e.value for e in scalar_tags(run).Scalars("skipped/d")]  # counted and logged
-    assert len(skipped) == 3 and skipped[-1] == 0
+    assert len(skipped) == 3 and skipped == sorted(skipped)  # a running count
+    # float32 runs skip nothing; a dynamic fp16 loss scale starting at 2^16 overflows (and backs off) first
+    assert skipped[-1] == 0 if "--amp" not in extra else skipped[-1] >= 1
 
 
 @pytest.mark.parametrize("tiny, steps", [(TINY_TOY, 30), (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
