@@ -155,10 +155,7 @@ def transform_for(cfg, optimizer, who):
 
 
 def main(argv):
-    cfg = parse_config(GANConfig, argv, __doc__)
-    if cfg.dry_run:
-        print(json.dumps(cfg.to_dict(), indent=2))
-        return 0
+    cfg = parse_config(GANConfig, argv, __doc__)  # exits after printing under --dry-run
     rng, device = runtime.setup(cfg)  # first: with --distributed, the msrun scheduler process stops in here
     try:  # data errors first: a bad --data-dir must not leave a run dir behind
         # --distributed: the source yields the global batch (per-rank batch x ranks); d_draw slices it

@@ -53,10 +53,7 @@ class RegressionConfig(RunConfig):
 
 
 def main(argv):
-    cfg = parse_config(RegressionConfig, argv, __doc__)
-    if cfg.dry_run:
-        print(json.dumps(cfg.to_dict(), indent=2))
-        return 0
+    cfg = parse_config(RegressionConfig, argv, __doc__)  # exits after printing under --dry-run
     rng, device = runtime.setup(cfg)  # first: with --distributed, the msrun scheduler process stops in here
     # only rank 0 creates and checks the run dir; the other ranks just find the checkpoint to resume
     resume_from = distributed.prepare_run_dir(cfg, rundir.prepare, "train_regression", "linear", "mse")

@@ -10,7 +10,6 @@ single-step iteration spent outside the compiled calls (host draws, driver, dict
 when torch is importable, the same architectures in PyTorch eager on the same threads.
 """
 import argparse
-import datetime
 import os
 import resource
 import sys
@@ -22,6 +21,7 @@ START = time.perf_counter()
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench import record  # noqa: E402
 from loops.driver import MultiStep, Phase, run_iteration  # noqa: E402
 from loops.ema import EMA  # noqa: E402
 from loops.gan import build_models, make_gan_steps  # noqa: E402
@@ -190,9 +190,8 @@ def main():
     table = "\n".join(lines) + f"\n\nTime to first step (imports + build + compile of the first model): {first_step:.1f} s; peak RSS {rss:.0f} MiB."
     print(table)
     if args.record:
-        with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
-            f.write(f"\n## GAN iteration ({datetime.date.today()}, {os.cpu_count()} cores, MindSpore {ms.__version__})\n"
-                    f"`python bench/bench_gan.py --iters {args.iters} --record`\n\n{table}\n")
+        record.append(f"GAN iteration (MindSpore {ms.__version__})",
+                      f"python bench/bench_gan.py --iters {args.iters} --record", table)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@
    CIFAR-10-sized arrays, next to the DCGAN step it feeds: the step never waits on data.
 """
 import argparse
-import datetime
 import os
 import sys
 import tempfile
@@ -20,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench import record  # noqa: E402
 from bench.bench_gan import build, time_multi  # noqa: E402
 from data.arrays import ArraySource  # noqa: E402
 from loops.driver import MultiStep  # noqa: E402
@@ -79,9 +79,8 @@ def main():
     table = "| measurement | value |\n|---|---|\n" + "\n".join(lines)
     print(table)
     if args.record:
-        with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
-            f.write(f"\n## Memory over a long run, and the data path ({datetime.date.today()})\n"
-                    f"`python bench/bench_memory_data.py --iters {args.iters} --record`\n\n{table}\n")
+        record.append("Memory over a long run, and the data path",
+                      f"python bench/bench_memory_data.py --iters {args.iters} --record", table)
 
 
 if __name__ == "__main__":

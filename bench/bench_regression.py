@@ -6,7 +6,6 @@ Prints ms per step and the ratio to our graph-mode step; --record appends the ta
 bench/RESULTS.md. Each variant trains y = 2x + 3 with SGD lr 0.01, batch 4, from zero weights.
 """
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import Tensor, nn, ops  # noqa: E402
 
+from bench import record  # noqa: E402
 from data.regression import sample_batch  # noqa: E402
 from loops.driver import MultiStep, Phase  # noqa: E402
 from loops.optim import make_optimizer  # noqa: E402
@@ -91,9 +91,7 @@ def main():
     table = "\n".join(lines)
     print(table)
     if args.record:
-        with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
-            f.write(f"\n## Regression step ({datetime.date.today()}, {os.cpu_count()} cores)\n"
-                    f"`python bench/bench_regression.py --steps {args.steps} --record`\n\n{table}\n")
+        record.append("Regression step", f"python bench/bench_regression.py --steps {args.steps} --record", table)
 
 
 if __name__ == "__main__":

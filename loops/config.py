@@ -158,6 +158,9 @@ def parse_config(cls, argv, description):
     fields = cls.__dataclass_fields__
     cfg = cls(**{k: (float(v) if _type_name(fields[k]) == "float" else v) for k, v in values.items()})
     cfg.validate()
+    if cfg.dry_run:  # print the resolved config and stop: the same for every entry script
+        print(json.dumps(cfg.to_dict(), indent=2))
+        raise SystemExit(0)
     return cfg
 
 
