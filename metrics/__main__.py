@@ -1,9 +1,11 @@
 """Evaluate a run's latest (or a given) checkpoint and write its metrics.json.
 
-    python -m metrics RUN_DIR [--checkpoint PATH] [--num N] [--no-ema]
+    python -m metrics RUN_DIR [--checkpoint PATH] [--num N] [--no-ema] [--fid-weights INCEPTION.ckpt]
 
 Toy runs: modes, hq, reverse KL. Image runs: FID, KID, precision / recall / density / coverage,
-class score and class coverage on the dataset's own classifier (see metrics/classifier.py).
+class score and class coverage on the dataset's own classifier (see metrics/classifier.py); with
+--fid-weights (mindcv's inception_v3 .ckpt) also fid_inception, the FID on InceptionV3 pool3
+features (see metrics/inception.py).
 """
 import argparse
 import json
@@ -22,6 +24,7 @@ def main(argv):
     parser.add_argument("--checkpoint", default="")
     parser.add_argument("--num", type=int, default=0, help="samples (default: the run's --eval-samples)")
     parser.add_argument("--no-ema", action="store_true")
+    parser.add_argument("--fid-weights", default="", help="mindcv inception_v3 .ckpt: adds fid_inception")
     args = parser.parse_args(argv)
     import mindspore as ms
     import numpy as np
@@ -39,6 +42,12 @@ def main(argv):
     _, meta = checkpoint.read(path)
     cfg = meta["config"]
     ms.set_context(mode=ms.GRAPH_MODE)
+    inception = None
+    if args.fid_weights:  # checked and loaded before any sampling, so a bad file fails fast
+        if len(meta["data_shape"]) != 3:
+            raise UserError("--fid-weights needs an image run; this run's data are 2-D points")
+        from metrics.inception import load_inception
+        inception = load_inception(args.fid_weights)
     num_classes = meta["num_classes"] if cfg.get("conditional") else 0
     generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], tuple(meta["data_shape"]), cfg["width"],
                                        num_classes=num_classes)
@@ -50,7 +59,8 @@ def main(argv):
     y = (Tensor.from_numpy(labels),) if num_classes else ()
     samples = make_sampler(chosen)(Tensor.from_numpy(z), *y).asnumpy()
     source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
-    metrics = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr))(samples, labels)
+    metrics = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr),
+                             inception=inception)(samples, labels)
     out_path = os.path.join(args.run_dir, "metrics.json")
     existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
     existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(path), ema=not args.no_ema)

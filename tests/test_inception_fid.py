@@ -1,0 +1,143 @@
+"""Standard FID from a user's InceptionV3 checkpoint (metrics/inception.py, --fid-weights).
+
+Nothing is downloaded: the network gets random weights (fixed seed) and is saved with
+mindspore.save_checkpoint, as a user's mindcv checkpoint would be. The expected names and shapes
+are read off mindcv/models/inceptionv3.py (the nn.* version its released weights were made with).
+"""
+import json
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+
+from conftest import checkpoint_arrays, cli_error, run_script
+from loops.config import UserError
+from metrics.inception import InceptionFeatures, InceptionV3, load_inception, load_weights, preprocess
+
+# 96 BasicConv2d (conv weight + BN gamma/beta/moving_mean/moving_variance) + aux.fc + classifier
+NUM_TENSORS, NUM_VALUES = 96 * 5 + 4, 27_197_488  # mindcv's README: 27.20 M params
+EXPECTED = {
+    "conv1a.conv.weight": (32, 3, 3, 3), "conv1a.bn.gamma": (32,), "conv2b.conv.weight": (64, 32, 3, 3),
+    "conv4a.conv.weight": (192, 80, 3, 3), "inception5b.branch1.1.conv.weight": (64, 48, 5, 5),
+    "inception5b.branch_pool.1.conv.weight": (32, 192, 1, 1), "inception6a.branch0.conv.weight": (384, 288, 3, 3),
+    "inception6b.branch2.4.conv.weight": (192, 128, 1, 7), "inception6e.branch1.2.conv.weight": (192, 192, 7, 1),
+    "aux.conv1.conv.weight": (768, 128, 5, 5), "aux.fc.weight": (1000, 768), "aux.fc.bias": (1000,),
+    "inception7a.branch1.3.conv.weight": (192, 192, 3, 3), "inception7c.branch2b.conv.weight": (384, 384, 3, 1),
+    "inception7c.branch_pool.1.bn.moving_variance": (192,), "classifier.weight": (1000, 2048),
+    "classifier.bias": (1000,),
+}
+TINY_DIGITS = ["--dataset", "digits", "--width", 8, "--z-dim", 8, "--batch-size", 16, "--eval-samples", 32,
+               "--log-every", 2, "--r1", 0, "--steps", 2, "--no-progress"]
+
+
+def randomize(net, seed=0):
+    """He-normal convs and varied BatchNorm statistics. MindSpore's default init shrinks the features
+    to ~1e-8 over 94 layers, which would make every comparison below pass trivially."""
+    rng = np.random.default_rng(seed)
+    for p in net.get_parameters():
+        shape, name = p.shape, p.name
+        if name.endswith("conv.weight"):
+            value = rng.normal(0, np.sqrt(2 / np.prod(shape[1:])), shape)
+        elif name.endswith(("gamma", "moving_variance")):
+            value = rng.uniform(0.8, 1.2, shape)
+        elif name.endswith(("beta", "moving_mean")):
+            value = rng.uniform(-0.1, 0.1, shape)
+        else:  # the two Dense layers
+            value = rng.normal(0, 1 / np.sqrt(shape[-1]), shape)
+        p.set_data(Tensor(value.astype(np.float32)))
+    return net
+
+
+@pytest.fixture(scope="module")
+def inception(tmp_path_factory):
+    """(in-memory feature function, its saved checkpoint path)."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = randomize(InceptionV3())
+    path = str(tmp_path_factory.mktemp("inception") / "inception_v3.ckpt")
+    ms.save_checkpoint(net, path)
+    return InceptionFeatures(net), path
+
+
+IMAGES = np.random.default_rng(1).uniform(-1, 1, (3, 3, 32, 32)).astype(np.float32)
+
+
+def test_names_and_shapes_match_mindcv(inception):
+    saved = checkpoint_arrays(inception[1])
+    assert len(saved) == NUM_TENSORS and sum(v.size for v in saved.values()) == NUM_VALUES
+    for name, shape in EXPECTED.items():
+        assert saved[name].shape == shape, name
+    for suffix in ("conv.weight", "bn.gamma", "bn.beta", "bn.moving_mean", "bn.moving_variance"):
+        assert sum(k.endswith(suffix) for k in saved) == 96, suffix
+
+
+def test_preprocessing_repeats_gray_resizes_and_normalises(graph_mode):
+    x = np.stack([np.full((1, 8, 8), -1.0), np.full((1, 8, 8), 1.0)]).astype(np.float32)
+    out = ms.jit(preprocess)(Tensor(x)).asnumpy()
+    assert out.shape == (2, 3, 299, 299)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    np.testing.assert_allclose(out[0, :, 150, 7], -mean / std, rtol=1e-5)  # [-1, 1] -> [0, 1] -> ImageNet
+    np.testing.assert_allclose(out[1, :, 0, 298], (1 - mean) / std, rtol=1e-5)
+
+
+def test_features_are_2048_finite_deterministic_for_gray_and_rgb(inception):
+    features = inception[0]
+    gray = IMAGES[:2, :1, :8, :8]
+    a = features(gray)
+    assert a.shape == (2, 2048) and np.isfinite(a).all() and a.std() > 1e-3
+    np.testing.assert_array_equal(a, features(gray))
+    np.testing.assert_array_equal(a, features(np.repeat(gray, 3, axis=1)))  # gray == repeated to RGB
+    b = features(IMAGES, batch=2)  # 32x32 RGB, two chunks (the second padded)
+    assert b.shape == (3, 2048) and np.isfinite(b).all() and not np.allclose(b[0], b[1])
+    with pytest.raises(UserError, match="1 or 3"):
+        features(IMAGES[:, :2])
+
+
+def test_checkpoint_round_trip_and_mindcv_mint_names(inception, tmp_path):
+    features, path = inception
+    np.testing.assert_allclose(load_inception(path)(IMAGES, batch=2), features(IMAGES, batch=2), rtol=1e-5)
+    # mindcv's newer mint layers name BatchNorm weight / bias / running_mean / running_var
+    renames = {"gamma": "weight", "beta": "bias", "moving_mean": "running_mean", "moving_variance": "running_var"}
+    saved = checkpoint_arrays(path)
+    mint = [{"name": k.rsplit(".", 1)[0] + "." + renames[k.rsplit(".", 1)[1]] if ".bn." in k else k,
+             "data": Tensor(v)} for k, v in saved.items()]
+    ms.save_checkpoint(mint, str(tmp_path / "mint.ckpt"))
+    net = InceptionV3()
+    load_weights(str(tmp_path / "mint.ckpt"), net)
+    for p in net.get_parameters():
+        np.testing.assert_array_equal(p.asnumpy(), saved[p.name], err_msg=p.name)
+
+
+def test_bad_checkpoints_name_the_parameter_or_file(inception, tmp_path):
+    saved = checkpoint_arrays(inception[1])
+    wrong = dict(saved, **{"inception6b.branch1.1.conv.weight": np.zeros((128, 128, 7, 1), np.float32)})
+    missing = {k: v for k, v in saved.items() if k != "aux.fc.bias"}
+    cases = {"wrong.ckpt": (wrong, r"'inception6b.branch1.1.conv.weight' has shape \(128, 128, 7, 1\), "
+                                   r"InceptionV3 wants \(128, 128, 1, 7\)"),
+             "missing.ckpt": (missing, "has no parameter 'aux.fc.bias'")}
+    for name, (arrays, message) in cases.items():
+        ms.save_checkpoint([{"name": k, "data": Tensor(v)} for k, v in arrays.items()], str(tmp_path / name))
+        with pytest.raises(UserError, match=message):
+            load_inception(str(tmp_path / name))
+    (tmp_path / "junk.ckpt").write_bytes(np.random.default_rng(0).bytes(5000))
+    with pytest.raises(UserError, match="junk.ckpt is not a readable MindSpore checkpoint"):
+        load_inception(str(tmp_path / "junk.ckpt"))
+    with pytest.raises(UserError, match="nowhere.ckpt does not exist"):
+        load_inception(str(tmp_path / "nowhere.ckpt"))
+
+
+def test_metrics_cli_writes_fid_inception_and_rejects_bad_weights(inception, tmp_path, capsys):
+    from metrics.__main__ import main
+    run = tmp_path / "run"
+    run_script("train_gan.py", "--run-dir", run, *TINY_DIGITS)
+    code, _ = cli_error(main, [run, "--num", 32, "--fid-weights", inception[1]], capsys)
+    assert code == 0
+    written = (run / "metrics.json").read_bytes()
+    metrics = json.loads(written)
+    assert np.isfinite(metrics["fid_inception"]) and metrics["fid_inception"] >= 0
+    assert np.isfinite(metrics["fid"])  # the domain-classifier metrics are still there
+    (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint")
+    for bad in (tmp_path / "missing.ckpt", tmp_path / "junk.ckpt"):
+        code, lines = cli_error(main, [run, "--num", 32, "--fid-weights", bad], capsys)
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: --fid-weights") and bad.name in lines[0]
+        assert (run / "metrics.json").read_bytes() == written
