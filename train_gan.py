@@ -103,8 +103,6 @@ class GANConfig(RunConfig):
         return "toy" if self.dataset in TOY else "image"
 
     def validate(self):
-        if self.r1_every > 1 and self.steps_per_call == 0:
-            self.steps_per_call = 1  # the multi-step engine runs every phase every iteration
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
         for key, value in AUTO[self.kind()].items():
@@ -122,8 +120,6 @@ class GANConfig(RunConfig):
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp")
         self.check_positive("r1_every")
-        self.check(self.r1_every == 1 or self.steps_per_call == 1,
-                   "--r1-every > 1 needs --steps-per-call 1 (the multi-step engine has no interval phases yet)")
         self.check(not (self.conditional and self.pack > 1), "--conditional does not combine with --pack > 1")
         try:
             augment.parse(self.diffaug)
@@ -156,7 +152,8 @@ def transform_for(cfg, optimizer, who):
 
 def main(argv):
     cfg = parse_config(GANConfig, argv, __doc__)  # exits after printing under --dry-run
-    rng, device = runtime.setup(cfg)  # first: with --distributed, the msrun scheduler process stops in here
+    # first: with --distributed, the msrun scheduler process stops in here
+    rng, device = runtime.setup(cfg, convolutions=cfg.kind() == "image")
     try:  # data errors first: a bad --data-dir must not leave a run dir behind
         # --distributed: the source yields the global batch (per-rank batch x ranks); d_draw slices it
         source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))

@@ -12,6 +12,7 @@ when torch is importable, the same architectures in PyTorch eager on the same th
 import argparse
 import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -22,6 +23,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench import record  # noqa: E402
+from loops import lift_isa_cap  # noqa: E402
 from loops.driver import MultiStep, Phase, run_iteration  # noqa: E402
 from loops.ema import EMA  # noqa: E402
 from loops.gan import build_models, make_gan_steps  # noqa: E402
@@ -33,13 +35,17 @@ SETUPS = {
 }
 
 
-def build(name, amp="O0"):
+def adam(params, prefix):
+    return make_optimizer("adam", params, 2e-4, prefix, (0.5, 0.999))
+
+
+def build(name, amp="O0", optimizer=adam):
+    """The phases of one iteration (D, G, EMA) for a SETUPS entry; `optimizer(params, prefix)`."""
     s = SETUPS[name]
     G, D, E = build_models(s["arch"], s["z"], s["shape"], s["width"])
     if amp != "O0":
         G, D, E = (ms.amp.auto_mixed_precision(net, amp) for net in (G, D, E))
-    opt_g = make_optimizer("adam", G.trainable_params(), 2e-4, "g.", (0.5, 0.999))
-    opt_d = make_optimizer("adam", D.trainable_params(), 2e-4, "d.", (0.5, 0.999))
+    opt_g, opt_d = optimizer(G.trainable_params(), "g."), optimizer(D.trainable_params(), "d.")
     d_step, g_step = make_gan_steps(G, D, "ns", opt_g, opt_d)
     ema = EMA(G, E, 0.999)
     rng = np.random.default_rng(0)
@@ -160,34 +166,51 @@ def torch_reference(name, iters):
     return (time.perf_counter() - t0) / iters, torch.get_num_threads()
 
 
+def measure(name, iters):
+    """Table rows for one model, measured in this process; returns (rows, time to first step)."""
+    if name == "ring8":
+        lift_isa_cap()  # as train_gan.py does for MLP runs (loops/__init__.py)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    rows = []
+    iters = iters if name == "ring8" else max(20, iters // 10)
+    single, compile_s, host = time_single(build(name), iters)
+    first_step = time.perf_counter() - START
+    rows.append(f"| {name} | separate jit calls (D, G, EMA) | {single * 1e3:.2f} | 1.00x | {compile_s:.1f} | {host:.1%} |")
+    for k in (10, 50):
+        t, c = time_multi(build(name), iters, k)
+        rows.append(f"| {name} | multi-step K={k} | {t * 1e3:.2f} | {single / t:.2f}x faster | {c:.1f} | |")
+    if name == "dcgan":  # float16 on CPU: mindspore.amp O2, same multi-step engine
+        t, c = time_multi(build(name, "O2"), iters, 10)
+        rows.append(f"| {name} | multi-step K=10, --amp O2 (float16) | {t * 1e3:.2f} | {single / t:.2f}x faster | {c:.1f} | |")
+    ref = torch_reference(name, iters)
+    if ref:
+        rows.append(f"| {name} | PyTorch eager ({ref[1]} threads) | {ref[0] * 1e3:.2f} | {single / ref[0]:.2f}x faster | | |")
+    else:
+        rows.append(f"| {name} | PyTorch eager | not installed | | | |")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return rows, f"{name}: time to first step (imports + build + compile) {first_step:.1f} s, peak RSS {rss:.0f} MiB"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--models", default="ring8,dcgan")
     args = parser.parse_args()
-    ms.set_context(mode=ms.GRAPH_MODE)
+    names = args.models.split(",")
+    if len(names) == 1:
+        rows, footer = measure(names[0], args.iters)
+        print("\n".join(rows) + "\n" + footer)
+        return
+    # one process per model: oneDNN's instruction-set cap (loops/__init__.py) is fixed per process
     lines = ["| model | variant | ms/iter | vs separate calls | compile s | host share |", "|---|---|---|---|---|---|"]
-    first_step = None
-    for name in args.models.split(","):
-        iters = args.iters if name == "ring8" else max(20, args.iters // 10)
-        single, compile_s, host = time_single(build(name), iters)
-        if first_step is None:
-            first_step = time.perf_counter() - START
-        lines.append(f"| {name} | separate jit calls (D, G, EMA) | {single * 1e3:.2f} | 1.00x | {compile_s:.1f} | {host:.1%} |")
-        for k in (10, 50):
-            t, c = time_multi(build(name), iters, k)
-            lines.append(f"| {name} | multi-step K={k} | {t * 1e3:.2f} | {single / t:.2f}x faster | {c:.1f} | |")
-        if name == "dcgan":  # float16 on CPU: mindspore.amp O2, same multi-step engine
-            t, c = time_multi(build(name, "O2"), iters, 10)
-            lines.append(f"| {name} | multi-step K=10, --amp O2 (float16) | {t * 1e3:.2f} | {single / t:.2f}x faster | {c:.1f} | |")
-        ref = torch_reference(name, iters)
-        if ref:
-            lines.append(f"| {name} | PyTorch eager ({ref[1]} threads) | {ref[0] * 1e3:.2f} | {single / ref[0]:.2f}x faster | | |")
-        else:
-            lines.append(f"| {name} | PyTorch eager | not installed | | | |")
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    table = "\n".join(lines) + f"\n\nTime to first step (imports + build + compile of the first model): {first_step:.1f} s; peak RSS {rss:.0f} MiB."
+    footers = []
+    for name in names:
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--models", name, "--iters", str(args.iters)],
+                             capture_output=True, text=True, check=True, env=dict(os.environ, GLOG_v="3")).stdout
+        lines += [l for l in out.splitlines() if l.startswith(f"| {name} ")]
+        footers += [l for l in out.splitlines() if l.startswith(f"{name}: time to first step")]
+    table = "\n".join(lines) + "\n\n" + "; ".join(footers) + "."
     print(table)
     if args.record:
         record.append(f"GAN iteration (MindSpore {ms.__version__})",

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 from mindspore import Tensor, nn, ops  # noqa: E402
 
 from bench import record  # noqa: E402
+from loops import lift_isa_cap  # noqa: E402
 from data.regression import sample_batch  # noqa: E402
 from loops.driver import MultiStep, Phase  # noqa: E402
 from loops.optim import make_optimizer  # noqa: E402
@@ -79,6 +80,7 @@ def main():
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
+    lift_isa_cap()  # no convolutions here, as in train_regression.py / toy train_gan.py runs
     data = batches(args.steps)
     rows = []
     base, _ = ours(ms.GRAPH_MODE, data)

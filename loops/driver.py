@@ -91,33 +91,48 @@ def run_iteration(phases, step):
 
 
 class MultiStep:
-    """K iterations of the phase schedule in one compiled while loop (see module docstring)."""
+    """K iterations of the phase schedule in one compiled while loop (see module docstring).
+
+    Interval phases (`every` > 1, e.g. lazy R1) run inside the loop under a host-made mask: their
+    inputs are drawn on the host only for the iterations that run them (the RNG stream of single
+    steps), and zeros of the same shapes fill the other slots. Their logged value is the mean over
+    the iterations that ran them; a call in which a phase never ran does not report its tags.
+    """
 
     def __init__(self, phases, k):
-        if any(p.every != 1 for p in phases):
-            raise ValueError("multi-step mode needs every phase to run every iteration")
+        if any(p.every != 1 and not p.tags for p in phases):
+            raise ValueError("an interval phase needs a tagged output (it runs under a branch that returns it)")
         self.phases, self.k = phases, k
+        self.interval = [p.every != 1 for p in phases]
+        self.shapes = [None] * len(phases)  # (shape, dtype) of one draw, learned from the first draw
         self.fn = None
 
     def _build(self, counts):
         phases, k = self.phases, self.k
         n_tags = sum(len(p.tags) for p in phases)
+        interval = self.interval
 
-        weights = Tensor(np.concatenate([np.full(len(p.tags), 1.0 / (k * p.repeat), np.float32) for p in phases]))
-
-        def fused(*stacked):
+        def fused(runs, weights, *stacked):
             # the loop carries ONE Tensor (the sum of every tagged output): graph-mode while loops
             # do not carry Python lists
             acc = ops.zeros((n_tags,), ms.float32)
             i = Tensor(0, ms.int32)
             while i < k:
                 offset, values = 0, []
-                for phase, count in zip(phases, counts):
+                for p, (phase, count) in enumerate(zip(phases, counts)):
                     phase_sum = None
                     for r in range(phase.repeat):
-                        outs = phase.body(*[stacked[offset + a][i * phase.repeat + r] for a in range(count)])
-                        outs = ops.stack([o.astype(ms.float32) for o in outs[:len(phase.tags)]]) if phase.tags else None
-                        phase_sum = outs if phase_sum is None else phase_sum + outs
+                        j = i * phase.repeat + r
+                        inputs = [stacked[offset + a][j] for a in range(count)]
+                        if interval[p]:
+                            if runs[i, p]:
+                                outs = _stack_tags(phase, phase.body(*inputs))
+                            else:
+                                outs = ops.zeros((len(phase.tags),), ms.float32)
+                        else:
+                            outs = _stack_tags(phase, phase.body(*inputs))
+                        if phase.tags:
+                            phase_sum = outs if phase_sum is None else phase_sum + outs
                     if phase.tags:
                         values.append(phase_sum)
                     offset += count
@@ -126,20 +141,50 @@ class MultiStep:
             return acc
         return maybe_jit(fused)
 
+    def _draw(self, p, step):
+        arrays = tuple(np.asarray(a) for a in self.phases[p].draw(step))
+        self.shapes[p] = [(a.shape, a.dtype) for a in arrays]
+        return arrays
+
     def run(self, step):
-        draws = [[] for _ in self.phases]
-        for i in range(self.k):  # the same draw order as k single iterations
-            for phase, bucket in zip(self.phases, draws):
-                for _ in range(phase.repeat):
-                    bucket.append(phase.draw(step + i))
+        """Run iterations step..step+K-1; returns {tag: mean over the iterations that ran it}."""
+        phases, k = self.phases, self.k
+        runs = np.array([[(step + i) % p.every == 0 for p in phases] for i in range(k)])
+        if any(self.shapes[p] is None and not runs[:, p].any() for p in range(len(phases))):
+            # an interval phase that never ran yet and does not run in this window (a resume, with
+            # every > K): its input shapes are unknown, so run this window one iteration at a time
+            out = {}
+            for i in range(k):
+                out.update(run_iteration(phases, step + i))
+            return out
+        draws = [[] for _ in phases]
+        for i in range(k):  # the same draw order as k single iterations
+            for p, bucket in enumerate(draws):
+                for _ in range(phases[p].repeat):
+                    bucket.append(self._draw(p, step + i) if runs[i, p] else None)
         stacked = []
-        for bucket in draws:
-            stacked += [host_tensor(np.stack(arrays)) for arrays in zip(*bucket)]
+        for p, bucket in enumerate(draws):
+            zeros = tuple(np.zeros(shape, dtype) for shape, dtype in self.shapes[p])
+            bucket = [zeros if arrays is None else arrays for arrays in bucket]
+            stacked += [host_tensor(np.stack(column)) for column in zip(*bucket)]
         if self.fn is None:
-            self.fn = self._build([len(bucket[0]) for bucket in draws])
-        means = self.fn(*stacked)
-        tags = [tag for phase in self.phases for tag in phase.tags]
-        return {tag: means[j] for j, tag in enumerate(tags)}
+            self.fn = self._build([len(shapes) for shapes in self.shapes])
+        counts = runs.sum(0)
+        weights = np.concatenate([np.full(len(p.tags), 1.0 / max(1, n * p.repeat), np.float32)
+                                  for p, n in zip(phases, counts)])
+        means = self.fn(host_tensor(runs), host_tensor(weights), *stacked)
+        out, j = {}, 0
+        for phase, n in zip(phases, counts):
+            for tag in phase.tags:
+                if n:
+                    out[tag] = means[j]
+                j += 1
+        return out
+
+
+def _stack_tags(phase, outs):
+    """The first len(tags) outputs of a phase body as one float32 vector (() when untagged)."""
+    return ops.stack([o.astype(ms.float32) for o in outs[:len(phase.tags)]]) if phase.tags else None
 
 
 class NonFinite(RunFailure):

@@ -5,7 +5,8 @@
 in a GAN both optimizers would own a `state_step`, which breaks a shared graph and a checkpoint,
 so every state Parameter gets the model's prefix (`d.opt.state_step`).
 """
-from mindspore import Parameter
+import mindspore as ms
+from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 from mindspore.experimental import optim
 
 OPTIMIZERS = {
@@ -40,3 +41,35 @@ def all_parameters(*cells):
                 seen.add(id(p))
                 out.append(p)
     return out
+
+
+class FusedAdam(nn.Cell):
+    """Adam (L2 weight decay as torch.optim.Adam) with ONE fused kernel per parameter (ops.Adam),
+    where the experimental Adam runs about ten element-wise kernels per parameter. Same interface
+    as the experimental optimizers here: `.parameters`, `param_groups[0]["lr"]`, state
+    `state_step`, `exp_avg.*`, `exp_avg_sq.*`; call it with the gradients."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(auto_prefix=False)
+        self.parameters = ParameterTuple(params)
+        self.exp_avg = self.parameters.clone("exp_avg", "zeros")
+        self.exp_avg_sq = self.parameters.clone("exp_avg_sq", "zeros")
+        self.state_step = Parameter(Tensor(0, ms.int32), "state_step")
+        self.lr = Parameter(Tensor(lr, ms.float32), "learning_rate_group_0")
+        self.param_groups = [{"params": list(params), "lr": self.lr}]
+        self.beta1, self.beta2 = Tensor(betas[0], ms.float32), Tensor(betas[1], ms.float32)
+        self.eps = Tensor(eps, ms.float32)
+        self.weight_decay = weight_decay
+        self.adam = ops.Adam()
+
+    def construct(self, grads):
+        step = self.state_step + 1
+        done = ops.assign(self.state_step, step)
+        t = step.astype(ms.float32)
+        beta1_power, beta2_power = ops.pow(self.beta1, t), ops.pow(self.beta2, t)
+        for p, m, v, g in zip(self.parameters, self.exp_avg, self.exp_avg_sq, grads):
+            if self.weight_decay:
+                g = g + self.weight_decay * p
+            done = ops.depend(done, self.adam(p, m, v, beta1_power, beta2_power, self.lr, self.beta1, self.beta2,
+                                              self.eps, g))
+        return done

@@ -4,7 +4,7 @@ import os
 import mindspore as ms
 import numpy as np
 
-from loops import distributed
+from loops import distributed, lift_isa_cap
 from loops.config import UserError
 
 
@@ -25,7 +25,7 @@ def best_device():
     return "CPU"
 
 
-def setup(cfg):
+def setup(cfg, convolutions=False):
     """Set mode and device, seed MindSpore's initializers, and return the host numpy Generator.
 
     All randomness of the training loop (data order, latent noise, gradient noise) comes from this
@@ -33,7 +33,11 @@ def setup(cfg):
     With cfg.distributed (under msrun) it also joins the cluster; rank and group size are then in
     loops.distributed (rank(), size(), is_main()). Every rank gets the same seed: identical initial
     weights and host RNG streams.
+    Without `convolutions`, oneDNN's AVX2 cap is lifted (see loops/__init__.py); call this before any
+    MindSpore op runs.
     """
+    if not convolutions:
+        lift_isa_cap()
     device = cfg.device or best_device()
     if cfg.device and device != "CPU":
         try:

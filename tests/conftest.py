@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import loops  # noqa: F401  (caps oneDNN at AVX2 for in-process tests: loops/__init__.py)
 import mindspore as ms
 import numpy as np
 import pytest

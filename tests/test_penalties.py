@@ -68,14 +68,27 @@ def test_gp_pulls_the_critic_gradient_norm_to_one(graph_mode):
 
 
 def test_lazy_r1_is_its_own_phase_every_k_steps(tmp_path):
-    import json
-
+    """R1 runs at iterations 0, 4, ... as its own D step, identically one call per iteration and inside
+    the multi-step engine (K=3 and K=10: windows with 0, 1 and 3 R1 steps; a resume at step 5 into a
+    window with no R1 step)."""
     from conftest import checkpoint_arrays, run_script, scalar_tags
-    run = tmp_path / "lazy"
-    run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--width", 16, "--batch-size", 32,
-               "--eval-samples", 100, "--steps", 8, "--r1", 1.0, "--r1-every", 4, "--log-every", 4)
-    arrays = checkpoint_arrays(run / "checkpoints" / "step_00000008.ckpt")
-    assert int(arrays["d.opt.state_step"]) == 8 + 2  # 8 D steps + R1 steps at iterations 0 and 4
-    assert int(arrays["g.opt.state_step"]) == 8
-    assert "loss/r1" in scalar_tags(run).Tags()["scalars"]
-    assert json.loads((run / "config.json").read_text())["steps_per_call"] == 1
+    tiny = ["--dataset", "ring8", "--width", 16, "--batch-size", 32, "--eval-samples", 100, "--r1", 1.0,
+            "--r1-every", 4, "--log-every", 4]
+    finals = {}
+    for k in (1, 3, 10):
+        run = tmp_path / f"k{k}"
+        if k == 3:  # 5 steps, then resume to 21
+            run_script("train_gan.py", "--run-dir", run, *tiny, "--steps", 5, "--steps-per-call", k)
+            run_script("train_gan.py", "--run-dir", run, *tiny, "--steps", 21, "--steps-per-call", k, "--resume")
+        else:
+            run_script("train_gan.py", "--run-dir", run, *tiny, "--steps", 21, "--steps-per-call", k)
+        finals[k] = checkpoint_arrays(run / "checkpoints" / "step_00000021.ckpt")
+        r1 = [e.value for e in scalar_tags(run).Scalars("loss/r1")]
+        assert r1 and all(v > 0 for v in r1), r1
+    arrays = finals[1]
+    assert int(arrays["d.opt.state_step"]) == 21 + 6  # 21 D steps + R1 steps at iterations 0, 4, ..., 20
+    assert int(arrays["g.opt.state_step"]) == 21
+    for k in (3, 10):
+        assert finals[k].keys() == arrays.keys()
+        for name, value in arrays.items():
+            np.testing.assert_array_equal(finals[k][name], value, err_msg=f"K={k}: {name}")
