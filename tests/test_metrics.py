@@ -70,9 +70,11 @@ def test_digit_metrics_separate_real_noise_and_collapse(graph_mode):
     from data.digits import digits
     from metrics.evaluate import ImageEvaluator
     source = digits(64, 0)
-    half = len(source.images) // 2
-    held_out = source.images[half:]
-    source.images, source.labels = source.images[:half], source.labels[:half]
+    # A random split, so both halves are samples of one distribution (the file is ordered by writer).
+    order = np.random.default_rng(0).permutation(len(source.images))
+    train, rest = order[: len(order) // 2], order[len(order) // 2:]
+    held_out = source.images[rest]
+    source.images, source.labels = source.images[train], source.labels[train]
     evaluate = ImageEvaluator(source, 800, 0, log=lambda *a: None)
     assert evaluate.accuracy > 0.9
     real = evaluate(held_out[:800])
@@ -80,6 +82,10 @@ def test_digit_metrics_separate_real_noise_and_collapse(graph_mode):
     one_class = held_out[np.argmax(evaluate.extract(held_out)[1], axis=1) == 3]
     collapsed = evaluate(one_class[np.random.default_rng(2).integers(0, len(one_class), 800)])
     assert real["fid"] < 0.05 * noise["fid"]
+    # Two samples of one distribution: coverage near 1 - 2**-k = 0.97 and density near 1 (Naeem et al.
+    # 2020); measured 0.97 / 0.98 / 1.00 / 0.99. (A first-half / second-half split mixes writers and
+    # gave recall 0.899 on CI: a real distribution shift, not a metric bug.)
     assert real["precision"] > 0.9 and real["recall"] > 0.9 and real["classes_covered"] == 10
-    assert noise["precision"] < 0.2 and noise["recall"] < 0.2
+    assert real["coverage"] > 0.9 and 0.8 < real["density"] < 1.25
+    assert noise["precision"] < 0.2 and noise["recall"] < 0.2 and noise["coverage"] < 0.2
     assert collapsed["classes_covered"] == 1 and collapsed["recall"] < 0.3 and collapsed["fid"] > real["fid"]

@@ -77,7 +77,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     """SIGKILL at random moments (checkpoints every step, so many kills land inside a save), resume
     each time; the latest checkpoint always loads and the end result equals an uninterrupted run."""
     args = ["--dataset", "ring8", "--width", "16", "--batch-size", "32", "--eval-samples", "100",
-            "--steps", "150", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
+            "--steps", "300", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
     whole = tmp_path / "whole"
     run_script("train_gan.py", "--run-dir", whole, *args)
     run = tmp_path / "killed"
@@ -88,7 +88,13 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
         resume = ["--resume"] if list((run / "checkpoints").glob("step_*.ckpt")) else []
         proc = subprocess.Popen([sys.executable, "train_gan.py", "--run-dir", str(run), *args, *resume],
                                 cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-        time.sleep(6 + rng.uniform(0, 4))  # startup + compile take ~5 s
+        # Kill at a random moment after training has visibly moved on (a checkpoint newer than the
+        # one resumed from): a fixed sleep raced startup on faster machines and never killed at all.
+        before = max((p.name for p in (run / "checkpoints").glob("step_*.ckpt")), default="")
+        while proc.poll() is None and max((p.name for p in (run / "checkpoints").glob("step_*.ckpt")),
+                                          default="") <= before:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0, 0.5))
         if proc.poll() is not None:
             break
         proc.kill()
@@ -100,8 +106,8 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     assert kills >= 2  # it really was killed mid-run, more than once
     resume = ["--resume"] if list((run / "checkpoints").glob("step_*.ckpt")) else []
     run_script("train_gan.py", "--run-dir", run, *args, *resume)
-    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000150.ckpt"),
-                       checkpoint_arrays(run / "checkpoints/step_00000150.ckpt"))
+    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000300.ckpt"),
+                       checkpoint_arrays(run / "checkpoints/step_00000300.ckpt"))
 
 
 def test_unwritable_run_dir_exits_2(tmp_path):
