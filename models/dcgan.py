@@ -6,6 +6,7 @@ so S must be divisible by 4: 8x8 digits (2 -> 4 -> 8), 28x28 MNIST (7 -> 14 -> 2
 """
 from mindspore import nn, ops
 
+from models.embedding import generator_embedding, projection_embedding
 from models.spectral_norm import maybe_sn
 
 
@@ -18,7 +19,7 @@ class DCGANGenerator(nn.Cell):
         channels, size = out_shape[0], out_shape[1]
         self.start = size // 4
         self.base = 2 * width
-        self.embed = nn.Embedding(num_classes, z_dim) if num_classes else None
+        self.embed = generator_embedding(num_classes, z_dim)
         self.project = nn.Dense(z_dim, self.base * self.start * self.start)
         self.bn0 = nn.BatchNorm2d(self.base)
         self.up = nn.SequentialCell([
@@ -55,7 +56,7 @@ class DCGANDiscriminator(nn.Cell):
         ])
         features = 2 * width * (size // 4) * (size // 4)
         self.head = maybe_sn(nn.Dense(features, 1), sn)
-        self.embed = nn.Embedding(num_classes, features) if num_classes else None  # projection D
+        self.embed = projection_embedding(num_classes, features)
 
     def construct(self, x, y=None):
         h = self.features(x)

@@ -1,6 +1,7 @@
 """MLP generator and discriminator for 2-D toy mixtures (ring8, grid25)."""
 from mindspore import nn
 
+from models.embedding import generator_embedding, projection_embedding
 from models.spectral_norm import maybe_sn
 
 
@@ -19,7 +20,7 @@ class MLPGenerator(nn.Cell):
     def __init__(self, z_dim, out_shape, width=128, depth=2, num_classes=0):
         super().__init__()
         self.num_classes = num_classes
-        self.embed = nn.Embedding(num_classes, z_dim) if num_classes else None
+        self.embed = generator_embedding(num_classes, z_dim)
         self.net = mlp([z_dim] + [width] * depth + [out_shape[0]], nn.ReLU)
 
     def construct(self, z, y=None):
@@ -37,7 +38,7 @@ class MLPDiscriminator(nn.Cell):
         self.body = nn.SequentialCell([mlp([in_shape[0]] + [width] * depth, lambda: nn.LeakyReLU(0.2), spectral_norm),
                                        nn.LeakyReLU(0.2)])
         self.head = maybe_sn(nn.Dense(width, 1), spectral_norm)
-        self.embed = nn.Embedding(num_classes, width) if num_classes else None
+        self.embed = projection_embedding(num_classes, width)
 
     def construct(self, x, y=None):
         h = self.body(x)
