@@ -89,17 +89,20 @@ def main(argv):
         chunks.append(sample(Tensor.from_numpy(padded), *y).asnumpy()[:len(part)])
     out = np.concatenate(chunks).astype(np.float32)
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    if args.out.lower().endswith(".npy"):
-        np.save(args.out, out)
-    else:
-        from loops.samples import image_grid, save_png, scatter_plot
-        if meta["kind"] == "toy":
-            from data import SOURCES
-            source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
-            save_png(args.out, scatter_plot(out, source.centers))
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        if args.out.lower().endswith(".npy"):
+            np.save(args.out, out)
         else:
-            save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
+            from loops.samples import image_grid, save_png, scatter_plot
+            if meta["kind"] == "toy":
+                from data import SOURCES
+                source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
+                save_png(args.out, scatter_plot(out, source.centers))
+            else:
+                save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
+    except OSError as e:
+        raise UserError(f"cannot write --out {args.out}: {e.strerror or e}")
     print(f"wrote {args.out}: {out.shape[0]} samples from {path}")
     return 0
 

@@ -74,8 +74,8 @@ def main(argv):
 
     start = 0
     if resume_from:
-        meta = checkpoint.load_into(resume_from, state)  # before the first compiled call
-        rundir.check_resume_config(cfg, meta)
+        meta = checkpoint.load_into(resume_from, state,  # before the first compiled call
+                                    check=lambda meta: rundir.check_resume_config(cfg, meta))
         rng.bit_generator.state = meta["rng"]
         start = meta["step"]
     if distributed.is_main():  # rank 0 alone writes files

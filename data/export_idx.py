@@ -3,6 +3,7 @@ path can be run end to end without a download:
 
     python -m data.export_idx data/digits-idx && python train_gan.py --dataset mnist --data-dir data/digits-idx
 """
+import argparse
 import os
 import struct
 import sys
@@ -26,5 +27,16 @@ def export(directory, size=28):
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else "data/digits-idx"
-    print(f"wrote {export(out)} images to {out}")
+    from loops.config import _Parser  # one-line `error:` and exit 2, like every entry point
+    parser = _Parser(prog="python -m data.export_idx", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", default="data/digits-idx", help="output directory (default: %(default)s)")
+    parser.add_argument("--size", type=int, default=28, help="image side in pixels (default: %(default)s)")
+    args = parser.parse_args()
+    if args.size < 4:
+        parser.error(f"--size must be >= 4, got {args.size}")
+    try:
+        print(f"wrote {export(args.out, args.size)} images to {args.out}")
+    except OSError as e:
+        print(f"error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(2)

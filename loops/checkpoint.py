@@ -72,13 +72,17 @@ def read(path):
     return data, meta
 
 
-def load_into(path, params):
+def load_into(path, params, check=None):
     """Copy a checkpoint into `params` (call before the first compiled step). Returns its meta.
 
-    Every parameter must be present with the same shape: the error names the first mismatch.
+    `check(meta)` runs first (e.g. the resume config check, whose error names the changed flags
+    rather than the first parameter whose shape they changed). Every parameter must be present
+    with the same shape: the error names the first mismatch.
     """
     params = list(params)
     data, meta = read(path)
+    if check is not None:
+        check(meta)
     for p in params:
         if p.name not in data:
             raise UserError(f"checkpoint {path} has no parameter {p.name!r}: was it made with another model?")

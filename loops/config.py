@@ -67,7 +67,8 @@ class RunConfig:
 
     def check_non_negative(self, *names):
         """Each field is a finite number >= 0."""
-        self._check_each(names, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+        self._check_each(names, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"
+                         if any(isinstance(getattr(self, n), float) for n in names) else ">= 0")
 
     def validate(self):
         self.check_positive("steps", "log_every")
@@ -84,6 +85,7 @@ class RunConfig:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
+        message = message.replace("'', ", "")  # "" is the internal "auto" choice, not for users
         print(f"error: {message}", file=sys.stderr)
         sys.exit(2)
 
@@ -97,9 +99,12 @@ def _flag(name):
 
 
 def build_parser(cls, description):
-    parser = _Parser(description=description, argument_default=argparse.SUPPRESS)
+    parser = _Parser(description=description, argument_default=argparse.SUPPRESS,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
     for f in dataclasses.fields(cls):
         help_text = f.metadata.get("help", "")
+        # the help text already explains an "auto" default ("default: ...", "0: auto", "-1: auto")
+        shown = "" if "default" in help_text or "auto" in help_text else f" (default: {f.default!r})"
         if _type_name(f) == "bool":
             parser.add_argument(_flag(f.name), action="store_true", help=help_text)
             if f.default is True:
@@ -107,16 +112,21 @@ def build_parser(cls, description):
             continue
         typ = {"int": int, "float": float, "str": str}[_type_name(f)]
         parser.add_argument(_flag(f.name), type=typ, choices=f.metadata.get("choices"),
-                            help=f"{help_text} (default: {f.default!r})")
+                            metavar=None if not f.metadata.get("choices") else
+                            "{" + ",".join(c for c in f.metadata["choices"] if c) + "}",
+                            help=help_text + shown)
     return parser
 
 
 def read_preset(path, cls):
     """A preset file: a JSON object, or `key = value` lines (values parsed as JSON when they can be)."""
     try:
-        text = open(path).read()
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except OSError as e:
         raise UserError(f"cannot read --config {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        raise UserError(f"--config {path}: not a UTF-8 text file (expected JSON or `key = value` lines)")
     try:
         values = json.loads(text)
         if not isinstance(values, dict):

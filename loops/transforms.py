@@ -126,15 +126,17 @@ class Accumulate(Transform):
         self.count.name = self.prefix + "accumulate.count"
 
     def construct(self, grads, apply, noise):
-        count = self.count + 1
-        ready = count >= self.k
+        # a micro-batch an earlier transform vetoed (a loss-scale overflow) is dropped, not summed:
+        # its gradient may be Inf, and the update still averages K good micro-batches
+        count = self.count + ops.select(apply, ops.ones_like(self.count), ops.zeros_like(self.count))
+        ready = ops.logical_and(apply, count >= self.k)
         summed = []
         for buf, g in zip(self.buffers, grads):
-            total = buf + g / self.k
+            total = buf + ops.select(apply, g / self.k, ops.zeros_like(g))
             ops.assign(buf, ops.select(ready, ops.zeros_like(total), total))
             summed.append(total)
         ops.assign(self.count, ops.select(ready, ops.zeros_like(count), count))
-        return tuple(summed), ops.logical_and(apply, ready)
+        return tuple(summed), ready
 
 
 class LossScale(Transform):

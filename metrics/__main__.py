@@ -17,15 +17,17 @@ os.environ.setdefault("GLOG_v", "4")
 
 
 def main(argv):
-    from loops.config import UserError
-    parser = argparse.ArgumentParser(prog="python -m metrics", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir")
-    parser.add_argument("--checkpoint", default="")
+    from loops.config import UserError, _Parser
+    parser = _Parser(prog="python -m metrics", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", help="a train_gan.py run directory")
+    parser.add_argument("--checkpoint", default="", help="checkpoint to evaluate (default: the run's latest)")
     parser.add_argument("--num", type=int, default=0, help="samples (default: the run's --eval-samples)")
-    parser.add_argument("--no-ema", action="store_true")
+    parser.add_argument("--no-ema", action="store_true", help="evaluate the raw generator, not its EMA")
     parser.add_argument("--fid-weights", default="", help="mindcv inception_v3 .ckpt: adds fid_inception")
     args = parser.parse_args(argv)
+    if args.num < 0:
+        raise UserError(f"--num must be >= 0 (0: the run's --eval-samples), got {args.num}")
     import mindspore as ms
     import numpy as np
     from mindspore import Tensor

@@ -123,6 +123,10 @@ def test_checkpoint_of_another_architecture_names_the_parameter(tmp_path):
     args = ["--dataset", "ring8", "--batch-size", 32, "--eval-samples", 100]
     run_script("train_gan.py", "--run-dir", run, *args, "--width", 16, "--steps", 3)
     before = (run / "checkpoints" / "step_00000003.ckpt").read_bytes()
+    # without --force the changed flag is named (checked before any parameter shape)
+    proc = run_script("train_gan.py", "--run-dir", run, *args, "--width", 32, "--steps", 6, "--resume", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        "error: --resume with a different config (width: 16 -> 32); pass --force to accept"], proc.stderr
     proc = run_script("train_gan.py", "--run-dir", run, *args, "--width", 32, "--steps", 6, "--resume", "--force",
                       check=False)
     lines = error_lines(proc)
