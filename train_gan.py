@@ -39,10 +39,12 @@ from models import ARCHS
 # Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
 AUTO = {
     "toy": dict(steps=5000, arch="mlp", width=128, z_dim=16, batch_size=512, pack=2, lr_g=1e-3, lr_d=1e-3,
-                beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=10),
+                beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=50),
     "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=2e-4,
                   beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
+# grid25 needs longer: ~0 of 25 modes at 2000 steps, ~24 at 6000, 25 at 10000 (seed sweep in the README).
+AUTO_PER_DATASET = {"grid25": dict(steps=10000)}
 
 
 @dataclass
@@ -87,6 +89,8 @@ class GANConfig(RunConfig):
     clip_value_g: float = opt(0.0, "clip G's gradient elements to [-V, V] (0: off)")
     grad_noise_d: float = opt(0.0, "Gaussian noise std added to D's gradients (0: off)")
     grad_noise_g: float = opt(0.0, "Gaussian noise std added to G's gradients (0: off)")
+    accumulate_d: int = opt(1, "average D's gradients over K micro-batches per D update")
+    accumulate_g: int = opt(1, "average G's gradients over K micro-batches per G update")
     skip_nonfinite: bool = opt(False, "skip (and count) D/G updates with NaN/Inf gradients")
     amp: str = opt("O0", "mixed precision level of mindspore.amp.auto_mixed_precision (O0: float32)",
                    ["O0", "O1", "O2", "O3"])
@@ -95,7 +99,8 @@ class GANConfig(RunConfig):
     sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
     eval_samples: int = opt(2500, "samples drawn for each evaluation")
-    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto")
+    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto (toy 50, images 10: "
+                                 "bench/bench_gan.py)")
     distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
                                    "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
@@ -105,7 +110,7 @@ class GANConfig(RunConfig):
     def validate(self):
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
-        for key, value in AUTO[self.kind()].items():
+        for key, value in {**AUTO[self.kind()], **AUTO_PER_DATASET.get(self.dataset, {})}.items():
             if getattr(self, key) == self.__dataclass_fields__[key].default:  # left at "auto"
                 setattr(self, key, value)
         if not self.loss_scale:
@@ -119,7 +124,9 @@ class GANConfig(RunConfig):
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp")
-        self.check_positive("r1_every")
+        self.check_positive("r1_every", "accumulate_d", "accumulate_g")
+        self.check(self.accumulate_d == 1 or not (self.r1 > 0 and self.r1_every > 1),
+                   "--accumulate-d does not combine with lazy R1 (--r1-every > 1): both step D's optimizer")
         self.check(not (self.conditional and self.pack > 1), "--conditional does not combine with --pack > 1")
         try:
             augment.parse(self.diffaug)
@@ -147,7 +154,7 @@ def transform_for(cfg, optimizer, who):
     return transforms.from_flags(
         optimizer.parameters, who + ".", clip_value=getattr(cfg, "clip_value_" + who),
         clip_norm=getattr(cfg, "clip_norm_" + who), grad_noise=getattr(cfg, "grad_noise_" + who),
-        skip_nonfinite=cfg.skip_nonfinite, loss_scale=cfg.loss_scale)
+        accumulate=getattr(cfg, "accumulate_" + who), skip_nonfinite=cfg.skip_nonfinite, loss_scale=cfg.loss_scale)
 
 
 def main(argv):
@@ -186,8 +193,8 @@ def main(argv):
 
     start = 0
     if resume_from:
-        meta = checkpoint.load_into(resume_from, state)  # before the first compiled call
-        rundir.check_resume_config(cfg, meta)
+        meta = checkpoint.load_into(resume_from, state,  # before the first compiled call
+                                    check=lambda meta: rundir.check_resume_config(cfg, meta))
         rng.bit_generator.state = meta["rng"]
         source.load_state(meta["data"])
         start = meta["step"]
@@ -235,8 +242,10 @@ def main(argv):
     def ema_body():
         return (ema.body(ema.decay),)
 
-    d = Phase("d", d_draw, d_body, ("loss/d", "d_out/real", "d_out/fake", "grad_norm/d"), repeat=cfg.n_critic)
-    g = Phase("g", g_draw, g_body, ("loss/g", "grad_norm/g"))
+    # with --accumulate-X K a phase runs K micro-batch steps per update (the transform applies every K-th)
+    d = Phase("d", d_draw, d_body, ("loss/d", "d_out/real", "d_out/fake", "grad_norm/d"),
+              repeat=cfg.n_critic * cfg.accumulate_d)
+    g = Phase("g", g_draw, g_body, ("loss/g", "grad_norm/g"), repeat=cfg.accumulate_g)
     phases = [g, d] if cfg.g_first else [d, g]
     if lazy_r1:
         def r1_draw(step):
