@@ -39,11 +39,11 @@ from models import ARCHS
 # Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
 AUTO = {
     "toy": dict(steps=5000, arch="mlp", width=128, z_dim=16, batch_size=512, pack=2, lr_g=1e-3, lr_d=1e-3,
-                beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=50),
+                beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=10),
     "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=2e-4,
                   beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
-# grid25 needs longer: ~0 of 25 modes at 2000 steps, ~24 at 6000, 25 at 10000 (seed sweep in the README).
+# grid25 needs longer: ~0 of 25 modes at 2000 steps, ~24 at 6000; at 10000, >= 24 on 4 of 5 seeds (README).
 AUTO_PER_DATASET = {"grid25": dict(steps=10000)}
 
 
@@ -99,8 +99,7 @@ class GANConfig(RunConfig):
     sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
     eval_samples: int = opt(2500, "samples drawn for each evaluation")
-    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto (toy 50, images 10: "
-                                 "bench/bench_gan.py)")
+    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto (10: bench/bench_gan.py)")
     distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
                                    "over ranks, rank 0 writes the run dir (needs --run-dir)")
 

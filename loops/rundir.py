@@ -49,7 +49,9 @@ def prepare(cfg, script, dataset, loss):
 
 def check_resume_config(cfg, meta):
     """Refuse to resume with changed model/data flags unless --force; name the keys that differ."""
-    saved = meta.get("config", {})
+    fields = type(cfg).__dataclass_fields__
+    # a flag added after the checkpoint was written counts as its default there (older runs resume)
+    saved = {k: f.default for k, f in fields.items()} | meta.get("config", {})
     now = cfg.model_dict()
     differ = sorted(k for k in set(saved) | set(now) if k not in cfg.RUNTIME_KEYS and saved.get(k) != now.get(k))
     if differ and not cfg.force:

@@ -97,6 +97,8 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=Fal
         if scaler is not None:
             loss = scaler.unscale(loss)
         norm_before = global_norm(grads)
+        if scaler is not None:  # report the norm of the true gradient, not of the scaled one
+            norm_before = scaler.unscale(norm_before)
         if can_skip:
             grads, apply = transform(grads, ops.ones((), ms.bool_), noise)
             norm_after = global_norm(grads)

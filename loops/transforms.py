@@ -105,7 +105,10 @@ class Accumulate(Transform):
 
     The applied gradient is (g_1 + ... + g_K) / K, which for equal micro-batches and a mean loss
     is the gradient of one K-times larger batch. Put it first in a chain so that clipping, noise
-    and the finite check see the accumulated gradient.
+    and the finite check see the accumulated gradient. A micro-batch an earlier transform vetoed
+    (a loss-scale overflow: its gradient may be Inf) is left out of the sum, and the window still
+    closes after K calls, so updates stay aligned with the caller's phases: the update then averages
+    the good micro-batches of the window, and a window with none applies nothing.
     """
     can_skip = True
 
@@ -117,26 +120,29 @@ class Accumulate(Transform):
         self.buffers = ms.ParameterTuple(
             Parameter(ops.zeros(p.shape, p.dtype), name="buf" + str(i), requires_grad=False)
             for i, p in enumerate(params))
-        self.count = Parameter(Tensor(0, ms.int32), name="count", requires_grad=False)
+        self.count = Parameter(Tensor(0, ms.int32), name="count", requires_grad=False)  # calls in this window
+        self.good = Parameter(Tensor(0, ms.int32), name="good", requires_grad=False)  # of them not vetoed
         self.name_state()
 
     def name_state(self):
         for buf, name in zip(self.buffers, self.param_names):
             buf.name = self.prefix + "accumulate." + name
         self.count.name = self.prefix + "accumulate.count"
+        self.good.name = self.prefix + "accumulate.good"
 
     def construct(self, grads, apply, noise):
-        # a micro-batch an earlier transform vetoed (a loss-scale overflow) is dropped, not summed:
-        # its gradient may be Inf, and the update still averages K good micro-batches
-        count = self.count + ops.select(apply, ops.ones_like(self.count), ops.zeros_like(self.count))
-        ready = ops.logical_and(apply, count >= self.k)
+        count = self.count + 1
+        good = self.good + apply.astype(ms.int32)
+        closes = count >= self.k
+        divisor = ops.maximum(good, 1).astype(ms.float32)
         summed = []
         for buf, g in zip(self.buffers, grads):
-            total = buf + ops.select(apply, g / self.k, ops.zeros_like(g))
-            ops.assign(buf, ops.select(ready, ops.zeros_like(total), total))
-            summed.append(total)
-        ops.assign(self.count, ops.select(ready, ops.zeros_like(count), count))
-        return tuple(summed), ready
+            total = buf + ops.select(apply, g, ops.zeros_like(g))  # select, not apply * g: 0 * Inf = NaN
+            ops.assign(buf, ops.select(closes, ops.zeros_like(total), total))
+            summed.append(total / divisor.astype(g.dtype))
+        ops.assign(self.count, ops.select(closes, ops.zeros_like(count), count))
+        ops.assign(self.good, ops.select(closes, ops.zeros_like(good), good))
+        return tuple(summed), ops.logical_and(closes, good > 0)
 
 
 class LossScale(Transform):
@@ -191,7 +197,9 @@ class Chain(Transform):
         return grads, apply
 
     def skipped_count(self):
-        """Updates vetoed by non-finite checks and loss-scale overflows so far (host int; not for jit)."""
+        """Vetoes so far (host int; not for jit): updates vetoed by the non-finite check, plus calls
+        whose loss-scaled gradient overflowed; with accumulation an overflow drops one micro-batch
+        rather than a whole update."""
         return (sum(int(t.skipped.asnumpy()) for t in self.transforms if isinstance(t, SkipNonFinite))
                 + sum(int(t.overflows.asnumpy()) for t in self.transforms if isinstance(t, LossScale)))
 

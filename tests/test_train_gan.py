@@ -33,11 +33,12 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
         run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 30, "--steps-per-call", k, *extra)
         runs.append(final_ckpt(run, 30))
     assert_same_arrays(*runs)
-    if "--accumulate-d" in extra:  # 30 iterations of 2 D and 3 G micro-batches; an update per 2 (3) good
-        a = runs[0]                 # ones: a micro-batch whose fp16 gradient overflowed is dropped, not summed
-        for who, k in (("d", 2), ("g", 3)):
-            micro = k * int(a[f"{who}.opt.state_step"]) + int(a[f"{who}.accumulate.count"])
-            assert micro + int(a[f"{who}.loss_scale.overflows"]) == 30 * k, who
+    if "--accumulate-d" in extra:  # 30 iterations of 2 D and 3 G micro-batches: one window per iteration;
+        a = runs[0]                 # a window updates unless all its micro-batches overflowed in fp16
+        for who in ("d", "g"):
+            assert int(a[f"{who}.accumulate.count"]) == 0 and int(a[f"{who}.accumulate.good"]) == 0, who
+            overflows = int(a[f"{who}.loss_scale.overflows"])
+            assert 30 - overflows <= int(a[f"{who}.opt.state_step"]) <= 30, who
         assert int(a["d.loss_scale.overflows"]) >= 1  # the dropped path really ran
     skipped = [e.value for e in scalar_tags(run).Scalars("skipped/d")]  # counted and logged
     assert len(skipped) == 3 and skipped == sorted(skipped)  # a running count
@@ -45,10 +46,11 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
     assert skipped[-1] == 0 if "--amp" not in extra else skipped[-1] >= 1
 
 
-@pytest.mark.parametrize("tiny, steps", [(TINY_TOY, 30), (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
+@pytest.mark.parametrize("tiny, steps", [(TINY_TOY + ["--accumulate-d", 2, "--grad-noise-g", 0.01], 30),
+                                         (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
 def test_gan_resume_is_bit_identical(tmp_path, tiny, steps):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    args = [*tiny, "--steps-per-call", 10 if tiny is TINY_TOY else 1]
+    args = [*tiny, "--steps-per-call", 10 if "ring8" in tiny else 1]
     run_script("train_gan.py", "--run-dir", whole, *args, "--steps", steps)
     run_script("train_gan.py", "--run-dir", parts, *args, "--steps", steps // 2 + 1)
     run_script("train_gan.py", "--run-dir", parts, *args, "--steps", steps, "--resume")
@@ -116,6 +118,18 @@ def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
     assert not (tmp_path / "r").exists()
 
 
+def test_resume_check_treats_flags_newer_than_the_checkpoint_as_their_default():
+    from loops import rundir
+    from loops.config import UserError
+    cfg = train_gan.parse_config(train_gan.GANConfig, ["--dataset", "ring8"], "")
+    saved = cfg.to_dict()
+    del saved["accumulate_d"], saved["accumulate_g"]  # a run from before these flags existed
+    rundir.check_resume_config(cfg, {"config": saved})  # resumes
+    changed = train_gan.parse_config(train_gan.GANConfig, ["--dataset", "ring8", "--accumulate-d", "2"], "")
+    with pytest.raises(UserError, match=r"accumulate_d: 1 -> 2"):
+        rundir.check_resume_config(changed, {"config": saved})
+
+
 def test_auto_defaults_per_kind_and_dataset():
     def steps(*argv):
         return train_gan.parse_config(train_gan.GANConfig, list(argv), "").steps
@@ -154,18 +168,21 @@ def test_conditional_generator_produces_the_asked_class(tmp_path):
 @pytest.mark.slow
 def test_conditional_digits_produce_the_asked_class_per_the_metrics_classifier(tmp_path, graph_mode):
     """Default digits recipe + --conditional. The class embedding's init matters: with MindSpore's
-    N(0, 0.01) default in G, class accuracy was 0.39 at 2000 steps; with N(0, 1) it is ~0.75."""
+    N(0, 0.01) default in G, class accuracy was 0.39 at 2000 steps; with N(0, 1) it is 0.75-0.81."""
     run = tmp_path / "cond"
     run_script("train_gan.py", "--run-dir", run, "--conditional", "--eval-samples", 500)
     m = json.loads((run / "metrics.json").read_text())
-    assert m["class_accuracy"] > 0.6 and m["classes_covered"] == 10, m
+    # chance is 0.1; seeds 0/1/2 measured 0.75 / 0.77 / 0.81 on 2500 samples (margin for other CPUs)
+    assert m["class_accuracy"] > 0.5 and m["classes_covered"] == 10, m
     from data.digits import digits
     from metrics.evaluate import ImageEvaluator
     evaluate = ImageEvaluator(digits(64, 0), 500, 0, log=lambda *a: None)  # the cached classifier
+    hits = []
     for k in (3, 7):
         run_script("generate.py", run, "--num", 200, "--out", tmp_path / f"{k}.npy", "--class", k)
         probs = evaluate.extract(np.load(tmp_path / f"{k}.npy"))[1]
-        assert (probs.argmax(1) == k).mean() > 0.6, k
+        hits.append((probs.argmax(1) == k).mean())
+    assert np.mean(hits) > 0.5 and min(hits) > 0.25, hits
 
 
 @pytest.mark.slow

@@ -64,7 +64,8 @@ def test_chain_order_and_state_names():
     kinds = [type(t).__name__ for t in chain.transforms]
     assert kinds == ["Accumulate", "SkipNonFinite", "ClipByGlobalNorm", "GradNoise"]
     names = sorted(p.name for p in chain.get_parameters())
-    assert names == ["d.accumulate.count", "d.accumulate.w0", "d.accumulate.w1", "d.skip_nonfinite.skipped"]
+    assert names == ["d.accumulate.count", "d.accumulate.good", "d.accumulate.w0", "d.accumulate.w1",
+                     "d.skip_nonfinite.skipped"]
     assert chain.can_skip and chain.noise_size == 8
 
 
@@ -117,6 +118,32 @@ def test_accumulation_holds_back_until_k(graph_mode):
     np.testing.assert_array_equal(net.weight.asnumpy(), w0)
     step(Tensor(x), Tensor(y))
     assert not np.array_equal(net.weight.asnumpy(), w0)
+
+
+def test_accumulation_leaves_out_vetoed_micro_batches_and_keeps_its_window(graph_mode):
+    """accumulate=3 after a loss scaler: an overflowed (Inf) micro-batch is left out of the sum, the
+    window still closes on the 3rd call, and the update is the mean of the good ones."""
+    params = [ms.Parameter(Tensor(g), name=f"w{i}") for i, g in enumerate(GRADS)]
+    chain = T.from_flags(params, "a.", accumulate=3, loss_scale="static")
+    scale = float(chain.loss_scaler.scale_value.asnumpy())
+    acc = chain.transforms[1]
+    bad = (GRADS[0] * np.inf, GRADS[1] * scale)
+    steps = [(GRADS[0] * scale, GRADS[1] * scale), bad, (2 * GRADS[0] * scale, 2 * GRADS[1] * scale)]
+    applies = []
+    for i, grads in enumerate(steps):
+        out, apply = apply_jit(chain, grads)
+        applies.append(bool(apply.asnumpy()))
+        if i == 1:  # the vetoed call changed nothing but the call count
+            assert int(acc.good.asnumpy()) == 1 and int(acc.count.asnumpy()) == 2
+            np.testing.assert_allclose(acc.buffers[0].asnumpy(), GRADS[0], rtol=1e-6)
+    assert applies == [False, False, True]
+    for o, g in zip(out, GRADS):
+        np.testing.assert_allclose(o, 1.5 * g, rtol=1e-6)  # (g + 2g) / 2 good micro-batches
+    assert int(acc.count.asnumpy()) == 0 and int(acc.good.asnumpy()) == 0  # a fresh window
+    for _ in range(3):  # a window of nothing but overflows applies nothing
+        _, apply = apply_jit(chain, bad)
+    assert not bool(apply.asnumpy()) and not np.isfinite(bad[0]).all()
+    assert np.isfinite(acc.buffers[0].asnumpy()).all()
 
 
 def test_loss_scale_unscales_vetoes_overflow_and_backs_off(graph_mode):
