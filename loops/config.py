@@ -85,7 +85,6 @@ class RunConfig:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
-        message = message.replace("'', ", "")  # "" is the internal "auto" choice, not for users
         print(f"error: {message}", file=sys.stderr)
         sys.exit(2)
 
@@ -111,9 +110,9 @@ def build_parser(cls, description):
                 parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false")
             continue
         typ = {"int": int, "float": float, "str": str}[_type_name(f)]
-        parser.add_argument(_flag(f.name), type=typ, choices=f.metadata.get("choices"),
-                            metavar=None if not f.metadata.get("choices") else
-                            "{" + ",".join(c for c in f.metadata["choices"] if c) + "}",
+        choices = f.metadata.get("choices")
+        # "" is the internal "auto" value: reachable by leaving the flag out, so not a listed choice
+        parser.add_argument(_flag(f.name), type=typ, choices=[c for c in choices if c] if choices else None,
                             help=help_text + shown)
     return parser
 
