@@ -2,7 +2,7 @@
 
     python train_gan.py                                  # DCGAN on scikit-learn's 8x8 digits
     python train_gan.py --dataset ring8                  # MLP GAN on 8 Gaussians
-    python train_gan.py --dataset grid25 --loss wgan --n-critic 5 --run-dir runs/grid
+    python train_gan.py --dataset grid25 --loss wgan --gp 1 --n-critic 5 --pack 1 --run-dir runs/grid
     tensorboard --logdir runs
 
 Each iteration: D step x --n-critic (D's loss on real data and stop_gradient(G(z))), then one G
@@ -63,6 +63,7 @@ class GANConfig(RunConfig):
     r1: float = opt(-1.0, "R1 penalty weight gamma on real data (0: off); -1: auto (images 1, toy 0)")
     r1_every: int = opt(1, "lazy R1: its own D step every K iterations, penalty scaled by K (1: in every D step)")
     gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
+    weight_clip: float = opt(0.0, "WGAN weight clipping: D's parameters to [-C, C] after each update (0: off)")
     spectral_norm: bool = opt(False, "spectral normalisation on every D layer")
     diffaug: str = opt("", "DiffAugment policies for real and fake images, e.g. color,translation,cutout")
     conditional: bool = opt(False, "class-conditional G (label embedding) and projection D (labels: "
@@ -122,7 +123,14 @@ class GANConfig(RunConfig):
             self.sample_every = max(1, self.steps // 5)
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
-        self.check_non_negative("r1", "gp")
+        # MindSpore 2.10's O1 rewrites the network's source and the rewritten code does not compile
+        # (NameError: The name 'leaky_relu_opt' is not defined; 'maximum_' for the DCGAN D)
+        self.check(self.amp != "O1", "--amp O1 does not work with MindSpore 2.10 (its network rewrite "
+                                     "fails to compile LeakyReLU); use --amp O2 or O3")
+        self.check_non_negative("r1", "gp", "weight_clip")
+        self.check(self.loss != "wgan" or self.gp > 0 or self.weight_clip > 0 or self.spectral_norm,
+                   "--loss wgan needs a Lipschitz constraint on the critic: --gp W, --weight-clip C "
+                   "or --spectral-norm")
         self.check_positive("r1_every", "accumulate_d", "accumulate_g")
         self.check(self.accumulate_d == 1 or not (self.r1 > 0 and self.r1_every > 1),
                    "--accumulate-d does not combine with lazy R1 (--r1-every > 1): both step D's optimizer")
@@ -149,6 +157,14 @@ class GANConfig(RunConfig):
         self.check(not self.distributed or self.run_dir, "--distributed needs --run-dir (the same on every rank)")
 
 
+def lazy_r1_adjusted(cfg):
+    """D's learning rate and betas under lazy R1 (StyleGAN2, Karras et al. 2020): with R1 as an extra
+    D update every k iterations, c = k / (k + 1), lr x c and betas ** c keep the optimizer's
+    effective step size and averaging horizon per iteration those of k plain updates."""
+    c = cfg.r1_every / (cfg.r1_every + 1)
+    return cfg.lr_d * c, (cfg.beta1_d ** c, cfg.beta2_d ** c)
+
+
 def transform_for(cfg, optimizer, who):
     return transforms.from_flags(
         optimizer.parameters, who + ".", clip_value=getattr(cfg, "clip_value_" + who),
@@ -170,22 +186,22 @@ def main(argv):
 
     num_classes = source.num_classes if cfg.conditional else 0
     G, D, G_ema = build_models(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes=num_classes,
-                               pack_size=cfg.pack, spectral_norm=cfg.spectral_norm)
-    if cfg.amp != "O0":  # float16 compute, float32 master weights
-        G, D, G_ema = (ms.amp.auto_mixed_precision(net, cfg.amp) for net in (G, D, G_ema))
+                               pack_size=cfg.pack, spectral_norm=cfg.spectral_norm, amp=cfg.amp)
+    lazy_r1 = cfg.r1 > 0 and cfg.r1_every > 1
+    lr_d, betas_d = lazy_r1_adjusted(cfg) if lazy_r1 else (cfg.lr_d, (cfg.beta1_d, cfg.beta2_d))
     opt_g = make_optimizer(cfg.optimizer_g, G.trainable_params(), cfg.lr_g, "g.", (cfg.beta1_g, cfg.beta2_g),
                            cfg.weight_decay)
-    opt_d = make_optimizer(cfg.optimizer_d, D.trainable_params(), cfg.lr_d, "d.", (cfg.beta1_d, cfg.beta2_d),
-                           cfg.weight_decay)
+    opt_d = make_optimizer(cfg.optimizer_d, D.trainable_params(), lr_d, "d.", betas_d, cfg.weight_decay)
     t_g, t_d = transform_for(cfg, opt_g, "g"), transform_for(cfg, opt_d, "d")
     scheduled = cfg.lr_schedule != "constant" or cfg.warmup > 0
-    lazy_r1 = cfg.r1 > 0 and cfg.r1_every > 1
     policies = augment.parse(cfg.diffaug)
     d_step, g_step = make_gan_steps(G, D, cfg.loss, opt_g, opt_d, t_g, t_d, pack_size=cfg.pack, r1=0.0 if lazy_r1 else cfg.r1, gp=cfg.gp,
                                     takes_lr=scheduled, grad_reducer=distributed.grad_reducer,
                                     conditional=cfg.conditional, augment_policies=policies,
-                                    augment_arity=augment.arity(policies, source.shape) if policies else 0)
-    r1_step = make_lazy_r1_step(D, opt_d, cfg.r1, cfg.r1_every, t_d, cfg.pack, cfg.conditional) if lazy_r1 else None
+                                    augment_arity=augment.arity(policies, source.shape) if policies else 0,
+                                    weight_clip=cfg.weight_clip)
+    r1_step = make_lazy_r1_step(D, opt_d, cfg.r1, cfg.r1_every, t_d, cfg.pack, cfg.conditional,
+                                augment_policies=policies) if lazy_r1 else None
     ema = EMA(G, G_ema, cfg.ema)
     sample = make_sampler(G_ema)
     state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)
@@ -222,8 +238,8 @@ def main(argv):
         real, real_labels = source.next(rng)
         labels = (real_labels,) + fake_labels() if cfg.conditional else ()
         aug = augmentation() + augmentation()  # real, then fake
-        alpha = (rng.uniform(size=batch).astype(np.float32),) if cfg.gp > 0 else ()
-        return (distributed.shard(real, latent(), *labels, *aug, *alpha) + lr(cfg.lr_d, step)
+        alpha = (rng.uniform(size=batch // cfg.pack).astype(np.float32),) if cfg.gp > 0 else ()  # per D input
+        return (distributed.shard(real, latent(), *labels, *aug, *alpha) + lr(lr_d, step)
                 + d_step.draw_noise(rng))
 
     def d_body(*inputs):
@@ -250,7 +266,7 @@ def main(argv):
         def r1_draw(step):
             real, real_labels = source.next(rng)
             labels = (real_labels,) if cfg.conditional else ()
-            return distributed.shard(real, *labels) + d_step.draw_noise(rng)
+            return distributed.shard(real, *labels, *augmentation()) + r1_step.draw_noise(rng)
 
         def r1_body(*inputs):
             return r1_step.body(*inputs)[:1]
@@ -300,6 +316,7 @@ def main(argv):
         rundir.write_metrics(cfg.run_dir, results)
 
     def save(step):
+        refresh_ema()  # --ema 0: the checkpoint's g_ema is this step's G, not the last sampled one
         if not distributed.is_main():
             return
         meta = {"rng": rng.bit_generator.state, "config": cfg.to_dict(), "data": source.state(),
@@ -323,7 +340,7 @@ def main(argv):
             eval_hook(cfg.steps)
         if distributed.is_main():
             rundir.write_metrics(cfg.run_dir, results)
-            summary = {k: round(v, 4) for k, v in results.items() if k in ("modes", "hq", "fid", "precision", "recall")}
+            summary = {k: round(v, 4) for k, v in results.items() if k in ("modes", "modes_pacgan", "hq", "fid", "precision", "recall")}
             print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
     distributed.report(state)  # --distributed: one digest line per rank (equal: bit-identical ranks)
     logger.close()

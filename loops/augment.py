@@ -4,7 +4,7 @@ inside D's forward function, so G gets gradients through it.
 All randomness is drawn on the host (exact resume, and identical in multi-step mode) and turned into
 dense tensors there; the device side is then plain differentiable arithmetic:
   color        brightness + U(-0.5, 0.5), saturation x U(0, 2), contrast x U(0.5, 1.5), per sample
-  translation  shift by up to 1/8 of the size in x and y, zero fill: x' = T_y @ x @ T_x^T with
+  translation  shift by up to 1/8 of the size (rounded) in x and y, zero fill: x' = T_y @ x @ T_x^T with
                per-sample 0/1 shift matrices
   cutout       zero a square of half the size at a random place (a per-sample 0/1 mask)
 A new policy is one host `draw_*`, one device `apply_*`, and a line in POLICIES.
@@ -41,8 +41,10 @@ def shift_matrices(shifts, size):
 
 def draw_translation(rng, n, shape, ratio=0.125):
     h, w = shape[1], shape[2]
-    sy = rng.integers(-int(h * ratio), int(h * ratio) + 1, n)
-    sx = rng.integers(-int(w * ratio), int(w * ratio) + 1, n)
+    # the reference implementation's rounding: int(size * ratio + 0.5) (28x28: +-4 px, 8x8: +-1 px)
+    dy, dx = int(h * ratio + 0.5), int(w * ratio + 0.5)
+    sy = rng.integers(-dy, dy + 1, n)
+    sx = rng.integers(-dx, dx + 1, n)
     return shift_matrices(sy, h)[:, None], shift_matrices(sx, w)[:, None].transpose(0, 1, 3, 2)
 
 

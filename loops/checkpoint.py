@@ -2,7 +2,9 @@
 plus step, host RNG state and config as JSON strings, in MindSpore's protobuf .ckpt format
 (no pickle anywhere).
 
-Written atomically: to a temp file, fsync, then os.replace, so a kill during a save never leaves
+Each file carries MindSpore's CRC (save_checkpoint(crc_check=True)), verified on every load: a
+flipped byte anywhere is refused instead of resuming from silently changed weights. Files written
+before the CRC was added still load. Written atomically: to a temp file, fsync, then os.replace, so a kill during a save never leaves
 `checkpoints/step_XXXXXXXX.ckpt` half-written. Loading must happen BEFORE the first call of any
 compiled step: the compiled graph ignores data loaded into its Parameters afterwards.
 """
@@ -44,7 +46,7 @@ def save(run_dir, step, params, meta, keep=0):
     tmp = final[:-len(".ckpt")] + f".tmp{os.getpid()}.ckpt"  # MindSpore appends .ckpt if missing
     meta = dict(meta, step=step)
     ms.save_checkpoint([{"name": p.name, "data": p} for p in params], tmp,
-                       append_dict={"meta_json": json.dumps(meta)})
+                       append_dict={"meta_json": json.dumps(meta)}, crc_check=True)
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, final)
@@ -64,10 +66,12 @@ def read(path):
     if not os.path.isfile(path):
         raise UserError(f"checkpoint {path} does not exist")
     try:
-        data = ms.load_checkpoint(path)
+        data = ms.load_checkpoint(path, crc_check=True)
         meta = json.loads(data.pop("meta_json"))
     except (ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if reason.startswith("Failed to read the checkpoint file"):  # MindSpore's words for a CRC or parse failure
+            reason = "its checksum or format does not match its contents"
         raise UserError(f"checkpoint {path} is corrupt or not one of ours ({reason[:120]})")
     return data, meta
 

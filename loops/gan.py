@@ -8,7 +8,8 @@ import mindspore as ms
 from mindspore import ops
 
 from loops import augment
-from loops.step import make_step, maybe_jit
+from loops.constraints import ClipWeights
+from loops.step import jit_enabled, make_step, maybe_jit
 
 
 def softplus(x):
@@ -66,9 +67,35 @@ LOSSES = {
 }
 
 
-def per_sample_grad_norm(grad):
-    """||grad_i||_2 per sample, taken over every non-batch axis (C, H, W), not just one."""
-    return ops.sqrt(ops.sum(ops.square(grad.reshape(grad.shape[0], -1)), dim=1) + 1e-12)
+def per_sample_grad_norm(grad, pack_size=1):
+    """||grad_i||_2 per D input, taken over every non-batch axis (C, H, W), not just one.
+    With PacGAN packing a D input is m consecutive samples, so the norm runs over all m of them:
+    the gradient w.r.t. the packed input is the per-sample gradients side by side."""
+    return ops.sqrt(ops.sum(ops.square(grad.reshape(grad.shape[0] // pack_size, -1)), dim=1) + 1e-12)
+
+
+def r1_penalty(grad, gamma, pack_size=1):
+    """(gamma / 2) E ||grad_x D(x)||^2 over D inputs (Mescheder et al. 2018)."""
+    return (gamma / 2) * ops.mean(ops.square(per_sample_grad_norm(grad, pack_size)))
+
+
+def per_input_weights(alpha, pack_size, ndim):
+    """GP's interpolation weights, one per D input (B/m,), repeated over the m samples of each pack
+    and shaped to broadcast over a (B, ...) batch."""
+    a = alpha.reshape(-1, 1).broadcast_to((alpha.shape[0], pack_size)).reshape(-1)
+    return a.reshape((-1,) + (1,) * (ndim - 1))
+
+
+def input_gradient(fn):
+    """d fn / d (first input), for penalties that are differentiated again (second order).
+
+    Compiled even under --mode pynative: MindSpore 2.10's PyNative autodiff silently drops the
+    second-order gradient along a view op (reshape, transpose) that runs inside the first backward
+    pass and feeds another backward op. R1 / GP then gave exactly zero gradient to the DCGAN head
+    and to every spectral-norm layer (graph mode matched finite differences). Compiling just this
+    function makes PyNative agree with graph mode to ~1e-7 (tests/test_penalties.py)."""
+    grad = ms.grad(fn, grad_position=0)
+    return grad if jit_enabled() else ms.jit(grad)
 
 
 def pack(x, m):
@@ -80,11 +107,11 @@ def pack(x, m):
 
 def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=None, transform_d=None,
                    pack_size=1, r1=0.0, gp=0.0, takes_lr=False, grad_reducer=None, conditional=False,
-                   augment_policies=(), augment_arity=0):
+                   augment_policies=(), augment_arity=0, weight_clip=0.0):
     """(d_step, g_step) for the loss named `loss`.
 
     d_step(real, z[, alpha]) -> (loss_d, (mean real logit, mean fake logit), grad norms); updates D
-    only. `alpha` (B,) ~ U[0, 1] from the host is taken when gp > 0.
+    only. `alpha` (B / pack_size,) ~ U[0, 1] from the host, one per D input, is taken when gp > 0.
     g_step(z) -> (loss_g, (), grad norms); updates G only (D's parameters are not in opt_g).
     conditional: the steps take class labels right after z: d_step(real, z, y_real, y_fake[, alpha]),
     g_step(z, y_fake); G and D receive them (class embedding in G, projection in D).
@@ -93,8 +120,11 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
     g_step(z[, y], aug...); every image D sees, real or fake, is augmented.
     Penalties live in D's forward function, so their second-order gradients compile with it:
       r1: (r1 / 2) E ||grad_x D(x)||^2 on real data (Mescheder et al. 2018);
-      gp: gp E (||grad_x D(x_hat)||_2 - 1)^2, x_hat = a x + (1 - a) G(z), a ~ U[0, 1] per sample
-          (Gulrajani et al. 2017), the norm taken per sample over all non-batch axes.
+      gp: gp E (||grad_x D(x_hat)||_2 - 1)^2, x_hat = a x + (1 - a) G(z), a ~ U[0, 1] per D input
+          (Gulrajani et al. 2017), the norm taken per D input over all non-batch axes.
+      Both are defined on what D judges: with PacGAN packing, one packed input of m samples (the
+      norm spans the m samples, and they share one interpolation weight a).
+    weight_clip: clip every D parameter to [-c, c] after each D update (WGAN, Arjovsky et al. 2017).
     grad_reducer: data parallel, a factory `parameters -> (grads -> grads)` (loops.distributed.grad_reducer),
     called once per model: an all-reduce is built for one optimizer's parameters.
     """
@@ -110,7 +140,7 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
     def d_sum(x, y, aug):
         return ops.sum(d_of(x, y, aug))
 
-    input_grad = ms.grad(d_sum, grad_position=0)
+    input_grad = input_gradient(d_sum)
 
     def d_forward(real, z, *extra):
         y_real, y_fake = (extra[0], extra[1]) if conditional else (None, None)
@@ -120,13 +150,12 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
         fake_logits = d_of(fake, y_fake, aug_fake)
         loss_d = d_loss_fn(real_logits, fake_logits)
         if r1 > 0:
-            grad = input_grad(real, y_real, aug_real)
-            loss_d = loss_d + (r1 / 2) * ops.mean(ops.square(per_sample_grad_norm(grad)))
+            loss_d = loss_d + r1_penalty(input_grad(real, y_real, aug_real), r1, pack_size)
         if gp > 0:
-            a = extra[-1].reshape((-1,) + (1,) * (real.ndim - 1))
+            a = per_input_weights(extra[-1], pack_size, real.ndim)
             x_hat = a * real + (1.0 - a) * fake
             grad = input_grad(x_hat, y_real, aug_real)
-            loss_d = loss_d + gp * ops.mean(ops.square(per_sample_grad_norm(grad) - 1.0))
+            loss_d = loss_d + gp * ops.mean(ops.square(per_sample_grad_norm(grad, pack_size) - 1.0))
         return loss_d, ops.mean(real_logits), ops.mean(fake_logits)
 
     def g_forward(z, *extra):
@@ -136,23 +165,31 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
 
     reduce_d = grad_reducer(opt_d.parameters) if grad_reducer else None  # data parallel (else None)
     reduce_g = grad_reducer(opt_g.parameters) if grad_reducer else None
-    d_step = make_step(d_forward, opt_d, transform_d, has_aux=True, takes_lr=takes_lr, grad_reducer=reduce_d)
+    clip = ClipWeights(opt_d.parameters, weight_clip) if weight_clip > 0 else None
+    d_step = make_step(d_forward, opt_d, transform_d, has_aux=True, takes_lr=takes_lr, grad_reducer=reduce_d,
+                       constraint=clip)
     g_step = make_step(g_forward, opt_g, transform_g, takes_lr=takes_lr, grad_reducer=reduce_g)
     return d_step, g_step
 
 
-def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_size=1, conditional=False):
+def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_size=1, conditional=False,
+                      augment_policies=()):
     """R1 as its own D step, run every `every` iterations with the penalty scaled by `every`
-    (lazy regularisation, Karras et al. 2020): r1_step(real[, y_real]) -> ((gamma / 2) * every *
-    E ||grad_x D(x)||^2, (), grad norms). Use it with make_gan_steps(..., r1=0)."""
-    def d_sum(x, y):
+    (lazy regularisation, Karras et al. 2020): r1_step(real[, y_real][, aug...]) -> ((gamma / 2) *
+    every * E ||grad_x D(x)||^2, (), grad norms). Use it with make_gan_steps(..., r1=0).
+    With DiffAugment, the reals go through the same augmentation as in D's main step (host draws
+    after the labels), as in StyleGAN2-ADA: the gradient is w.r.t. the un-augmented reals."""
+    def d_sum(x, y, aug):
+        if augment_policies:
+            x = augment.apply(x, aug, augment_policies)
         return ops.sum(discriminator(pack(x, pack_size), y))
 
-    input_grad = ms.grad(d_sum, grad_position=0)
+    input_grad = input_gradient(d_sum)
 
-    def r1_forward(real, *labels):
-        y = labels[0] if conditional else None
-        return (gamma / 2) * every * ops.mean(ops.square(per_sample_grad_norm(input_grad(real, y))))
+    def r1_forward(real, *extra):
+        y = extra[0] if conditional else None
+        aug = extra[1:] if conditional else extra
+        return every * r1_penalty(input_grad(real, y, aug), gamma, pack_size)
 
     return make_step(r1_forward, opt_d, transform)
 
@@ -167,16 +204,27 @@ def make_sampler(generator):
     return maybe_jit(sample)
 
 
-def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False):
+def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False, amp="O0"):
     """(G, D, G_ema) with parameter names prefixed g. / d. / g_ema. (unique in graphs and checkpoints).
-    With PacGAN packing, D sees pack_size samples stacked along the first feature axis."""
+    With PacGAN packing, D sees pack_size samples stacked along the first feature axis.
+    G and D are put in training mode (MindSpore Cells start in eval mode: BatchNorm would use its
+    never-updated running statistics and spectral norm would never advance its u); G_ema stays in
+    eval mode, it only samples. The mode is baked in at a function's first compile.
+    amp: mindspore.amp.auto_mixed_precision level (float16 compute, float32 master weights), applied
+    before the names are prefixed: O1 rewrites the network and would drop the prefixes."""
     from models import ARCHS
     make_g, make_d = ARCHS[arch]
     generator = make_g(z_dim, shape, width=width, num_classes=num_classes)
     d_shape = (shape[0] * pack_size,) + tuple(shape[1:])
     discriminator = make_d(d_shape, width=width, num_classes=num_classes, spectral_norm=spectral_norm)
     g_ema = make_g(z_dim, shape, width=width, num_classes=num_classes)
+    if amp != "O0":
+        generator, discriminator, g_ema = (ms.amp.auto_mixed_precision(net, amp)
+                                           for net in (generator, discriminator, g_ema))
     generator.update_parameters_name("g.")
     discriminator.update_parameters_name("d.")
     g_ema.update_parameters_name("g_ema.")
+    generator.set_train(True)
+    discriminator.set_train(True)
+    g_ema.set_train(False)
     return generator, discriminator, g_ema

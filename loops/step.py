@@ -48,7 +48,8 @@ class Step:
         return self.fn(*inputs)
 
 
-def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=False, grad_reducer=None):
+def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=False, grad_reducer=None,
+              constraint=None):
     """Build the step for `forward_fn(*inputs) -> loss` (or `(loss, aux)` with has_aux=True).
 
     Gradients are taken w.r.t. `optimizer.parameters` only, so a D step can never move G.
@@ -58,6 +59,8 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=Fal
     that takes noise, the flat host noise.
     `grad_reducer` (grads -> grads; data parallel: loops/distributed.py) averages the gradients over
     ranks right after value_and_grad, so the transform (clipping, noise) sees the averaged gradients.
+    `constraint` (loops/constraints.py; () -> Tensor, in-place) projects the parameters after each
+    update, e.g. WGAN's weight clipping.
     """
     transform = transform if transform is not None else Chain()
     scaler = getattr(transform, "loss_scaler", None)  # mixed precision: scale the loss before grad
@@ -105,10 +108,14 @@ def make_step(forward_fn, optimizer, transform=None, has_aux=False, takes_lr=Fal
             if apply:
                 # depend: order the update before the return and keep it from being pruned
                 loss = ops.depend(loss, optimizer(grads))
+                if constraint is not None:
+                    loss = ops.depend(loss, constraint())
         else:
             grads, _ = transform(grads, True, noise)
             norm_after = global_norm(grads) if changes_grads else norm_before
             loss = ops.depend(loss, optimizer(grads))
+            if constraint is not None:  # after the update: it reads the updated parameters
+                loss = ops.depend(loss, constraint())
         return loss, aux, norm_before, norm_after
 
     return Step(body, transform)

@@ -56,7 +56,7 @@ class DCGANDiscriminator(nn.Cell):
         ])
         features = 2 * width * (size // 4) * (size // 4)
         self.head = maybe_sn(nn.Dense(features, 1), sn)
-        self.embed = projection_embedding(num_classes, features)
+        self.embed = projection_embedding(num_classes, features, spectral_norm)
 
     def construct(self, x, y=None):
         h = self.features(x)

@@ -9,12 +9,17 @@ projection discriminator (Miyato & Koyama 2018).
 from mindspore import nn
 from mindspore.common.initializer import Normal, XavierUniform
 
+from models.spectral_norm import maybe_sn
+
 
 def generator_embedding(num_classes, dim):
     """Per-class scales of z (z * embed(y)); None without classes."""
     return nn.Embedding(num_classes, dim, embedding_table=Normal(1.0)) if num_classes else None
 
 
-def projection_embedding(num_classes, dim):
-    """Per-class vectors dotted with D's features (logit = head(h) + <embed(y), h>); None without classes."""
-    return nn.Embedding(num_classes, dim, embedding_table=XavierUniform()) if num_classes else None
+def projection_embedding(num_classes, dim, spectral_norm=False):
+    """Per-class vectors dotted with D's features (logit = head(h) + <embed(y), h>); None without
+    classes. Spectrally normalised with the rest of D when asked (Miyato & Koyama 2018)."""
+    if not num_classes:
+        return None
+    return maybe_sn(nn.Embedding(num_classes, dim, embedding_table=XavierUniform()), spectral_norm)

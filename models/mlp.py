@@ -38,7 +38,7 @@ class MLPDiscriminator(nn.Cell):
         self.body = nn.SequentialCell([mlp([in_shape[0]] + [width] * depth, lambda: nn.LeakyReLU(0.2), spectral_norm),
                                        nn.LeakyReLU(0.2)])
         self.head = maybe_sn(nn.Dense(width, 1), spectral_norm)
-        self.embed = projection_embedding(num_classes, width)
+        self.embed = projection_embedding(num_classes, width, spectral_norm)
 
     def construct(self, x, y=None):
         h = self.body(x)

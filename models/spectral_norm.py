@@ -1,4 +1,4 @@
-"""Spectral normalisation (Miyato et al. 2018) for Dense and Conv2d layers.
+"""Spectral normalisation (Miyato et al. 2018) for Dense, Conv2d and Embedding layers.
 
 W_sn = W / sigma(W), sigma estimated by one power iteration per training forward pass with a
 persistent, non-trainable vector u (updated with ops.assign, only in training mode). u and v are
@@ -13,19 +13,25 @@ def _l2_normalize(x, eps=1e-12):
 
 
 class SpectralNorm(nn.Cell):
-    """Wraps an nn.Dense or nn.Conv2d; calls the same op with the normalised weight."""
+    """Wraps an nn.Dense, nn.Conv2d or nn.Embedding; calls the same op with the normalised weight
+    (an embedding table (classes, dim) is normalised as one matrix, as in the projection
+    discriminator of Miyato & Koyama 2018)."""
 
     def __init__(self, layer, seed=0):
         super().__init__()
         self.layer = layer
-        rows = layer.weight.shape[0]
+        self.is_conv = isinstance(layer, nn.Conv2d)
+        self.is_embedding = isinstance(layer, nn.Embedding)
+        rows = self.weight().shape[0]
         u = np.random.default_rng(seed).normal(size=(rows,)).astype(np.float32)
         self.u = Parameter(Tensor(u / np.linalg.norm(u)), name="sn_u", requires_grad=False)
-        self.is_conv = isinstance(layer, nn.Conv2d)
+
+    def weight(self):
+        return self.layer.embedding_table if self.is_embedding else self.layer.weight
 
     def sigma_and_u(self):
         """(sigma estimate, new u) after one power iteration."""
-        w = self.layer.weight.reshape(self.layer.weight.shape[0], -1)
+        w = self.weight().reshape(self.weight().shape[0], -1)
         w_const = ops.stop_gradient(w)
         v = _l2_normalize(ops.matmul(self.u, w_const))
         u = _l2_normalize(ops.matmul(w_const, v))
@@ -35,7 +41,9 @@ class SpectralNorm(nn.Cell):
         sigma, u = self.sigma_and_u()
         if self.training:
             sigma = ops.depend(sigma, ops.assign(self.u, u))
-        weight = self.layer.weight / sigma
+        weight = self.weight() / sigma
+        if self.is_embedding:
+            return ops.gather(weight, x, 0)
         if self.is_conv:
             out = ops.conv2d(x, weight, stride=self.layer.stride, pad_mode=self.layer.pad_mode,
                              padding=self.layer.padding, dilation=self.layer.dilation, groups=self.layer.group)

@@ -50,3 +50,38 @@ def test_gradient_flows_through_all_policies(graph_mode):
         return ops.sum(augment.apply(x, params, policies) ** 2)
     grad = ms.jit(ms.grad(total))(Tensor(X)).asnumpy()
     assert np.abs(grad).sum() > 0 and np.isfinite(grad).all()
+
+
+def test_translation_reaches_an_eighth_of_the_size_rounded():
+    """The reference DiffAugment shifts by up to int(size / 8 + 0.5): +-4 px on 28x28, +-1 on 8x8."""
+    for size, limit in ((28, 4), (8, 1), (32, 4)):
+        rows, _ = augment.draw_translation(np.random.default_rng(5), 400, (1, size, size))
+        shifts = [[i - j for i in range(size) for j in range(size) if rows[k, 0, i, j]] for k in range(400)]
+        # a shift of s keeps size - |s| rows: recover |s| from the number of ones
+        amounts = {size - int(rows[k, 0].sum()) for k in range(400)}
+        assert max(amounts) == limit, (size, sorted(amounts))
+        assert all(s for s in shifts)  # every matrix is a (partial) shift
+
+
+def test_d_step_applies_the_augmentation_draws(graph_mode):
+    """Identity draws give exactly the un-augmented D loss; random draws change it."""
+    from loops.gan import build_models, make_gan_steps
+    from loops.optim import make_optimizer
+    policies = augment.parse("color,translation,cutout")
+    shape = (1, 8, 8)
+    G, D, _ = build_models("dcgan", 4, shape, 8)
+    opt_g = make_optimizer("sgd", G.trainable_params(), 0.0, "g.")
+    opt_d = make_optimizer("sgd", D.trainable_params(), 0.0, "d.")  # lr 0: every call sees the same D
+    arity = augment.arity(policies, shape)
+    plain, _ = make_gan_steps(G, D, "ns", opt_g, opt_d)
+    augmented, _ = make_gan_steps(G, D, "ns", opt_g, opt_d, augment_policies=policies, augment_arity=arity)
+    rng = np.random.default_rng(0)
+    real = Tensor(rng.uniform(-1, 1, (4,) + shape).astype(np.float32))
+    z = Tensor(rng.standard_normal((4, 4)).astype(np.float32))
+    color = np.full((4, 3, 1, 1, 1), 0.5, np.float32)  # brightness +0, saturation x1, contrast x1
+    eye = np.broadcast_to(np.eye(8, dtype=np.float32), (4, 1, 8, 8)).copy()
+    identity = tuple(Tensor(a) for a in (color, eye, eye, np.ones((4, 1, 8, 8), np.float32)))
+    random = tuple(Tensor(a) for a in augment.draw(rng, policies, 4, shape) + augment.draw(rng, policies, 4, shape))
+    base = float(plain(real, z)[0].asnumpy())
+    np.testing.assert_allclose(float(augmented(real, z, *identity, *identity)[0].asnumpy()), base, rtol=1e-5)
+    assert abs(float(augmented(real, z, *random)[0].asnumpy()) - base) > 1e-4

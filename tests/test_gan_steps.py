@@ -99,3 +99,25 @@ def test_ema_is_the_exponential_average(graph_mode):
         expected = 0.9 * (0.9 * w0[name] + 0.1 * w1[name]) + 0.1 * w2[name]
         np.testing.assert_allclose(p.asnumpy(), expected, rtol=1e-5, atol=1e-7)
     assert changed(w0, G)  # G moved, so the check above is not trivially true
+
+
+def test_multi_step_logs_are_means_over_the_iterations_that_ran(graph_mode):
+    """K=5 iterations in one call: each tag is the mean of its phase's outputs (a repeated phase: over
+    every repeat; an interval phase: over the iterations that ran it), as one call per iteration logs."""
+    from loops.driver import MultiStep
+    draws = []
+
+    def counter(step):
+        draws.append(float(len(draws)))
+        return (np.float32(draws[-1]),)
+
+    def echo(x):
+        return (x * 1.0,)
+    phases = [Phase("a", lambda step: (np.float32(step),), echo, ("a",)),
+              Phase("b", counter, echo, ("b",), repeat=2),
+              Phase("c", lambda step: (np.float32(10 * step),), echo, ("c",), every=2)]
+    out = MultiStep(phases, 5).run(0)
+    assert float(out["a"].asnumpy()) == np.mean([0, 1, 2, 3, 4])
+    assert float(out["b"].asnumpy()) == np.mean(draws)  # 10 draws: 2 per iteration
+    assert len(draws) == 10
+    assert float(out["c"].asnumpy()) == np.mean([0, 20, 40])  # iterations 0, 2, 4 only

@@ -80,6 +80,20 @@ def test_preprocessing_repeats_gray_resizes_and_normalises(graph_mode):
     np.testing.assert_allclose(out[1, :, 0, 298], (1 - mean) / std, rtol=1e-5)
 
 
+def test_resize_is_bilinear_with_half_pixel_centres(graph_mode):
+    """A horizontal ramp resized to 299: matches numpy's bilinear interpolation (align_corners=False),
+    which nearest-neighbour or corner-aligned resizing would not."""
+    ramp = np.tile(np.linspace(-1, 1, 8, dtype=np.float32), (8, 1))[None, None]
+    row = ms.jit(preprocess)(Tensor(np.repeat(ramp, 3, axis=1))).asnumpy()[0, 0, 100]
+    src = np.clip((np.arange(299) + 0.5) * 8 / 299 - 0.5, 0, 7)
+    lo = np.floor(src).astype(int)
+    hi = np.minimum(lo + 1, 7)
+    values = ramp[0, 0, 0]
+    expected = values[lo] + (src - lo) * (values[hi] - values[lo])
+    expected = ((expected + 1) / 2 - 0.485) / 0.229  # [-1, 1] -> [0, 1] -> ImageNet, red channel
+    np.testing.assert_allclose(row, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_features_are_2048_finite_deterministic_for_gray_and_rgb(inception):
     features = inception[0]
     gray = IMAGES[:2, :1, :8, :8]

@@ -63,6 +63,10 @@ def test_toy_mode_stats():
     assert stats["modes"] == 2 and stats["hq"] == pytest.approx(100 / 110)
     assert stats["mode_counts"] == [50, 50, 0]
     assert stats["reverse_kl"] == pytest.approx(np.log(3 / 2))  # p = (1/2, 1/2, 0) vs uniform 1/3
+    assert stats["modes_pacgan"] == 2
+    # one high-quality sample on the third mode: PacGAN's count takes it, ours needs 5% of n / K
+    lone = mode_stats(np.concatenate([near, far, centers[2:] + 0.01]), centers, std=0.02)
+    assert lone["modes_pacgan"] == 3 and lone["modes"] == 2
 
 
 @pytest.mark.slow

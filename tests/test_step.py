@@ -87,3 +87,32 @@ def test_skip_nonfinite_leaves_weights_untouched(graph_mode):
     np.testing.assert_array_equal(net.weight.asnumpy(), w)
     assert chain.skipped_count() == 1
     assert int(opt.state_step.asnumpy()) == 0  # Adam's state did not advance either
+
+
+def test_a_scheduled_rate_applies_to_the_update_of_its_own_step(graph_mode):
+    """SGD with a changing host rate: delta w = -lr_t * g at every step t (not the previous step's rate)."""
+    w = ms.Parameter(Tensor(np.zeros(3, np.float32)), name="lrstep.w")
+    opt = make_optimizer("sgd", [w], 1.0, "lrstep.")
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+
+    def forward(inp):
+        return ops.sum(w * inp)  # gradient = x
+    step = make_step(forward, opt, takes_lr=True)
+    before = w.asnumpy().copy()
+    for lr in (0.1, 0.3, 0.05):
+        step(Tensor(x), Tensor(np.float32(lr)))
+        np.testing.assert_allclose(w.asnumpy() - before, -lr * x, rtol=1e-6)
+        before = w.asnumpy().copy()
+
+
+def test_loss_scaled_step_reports_the_true_gradient_norm(graph_mode):
+    """With a dynamic loss scale of 2^16 the logged norm is the float32 gradient's, not 65536 x it."""
+    norms = []
+    for scale in ("none", "dynamic"):
+        net = nn.Dense(4, 1, weight_init=Tensor(np.ones((1, 4), np.float32)), bias_init="zeros")
+        net.update_parameters_name(f"ls{scale}.")
+        opt = make_optimizer("sgd", net.trainable_params(), 0.01, f"ls{scale}.")
+        step = make_step(lambda_free_forward(net), opt, T.from_flags(opt.parameters, f"ls{scale}.", loss_scale=scale))
+        out = step(Tensor(np.ones((2, 4), np.float32)), Tensor(np.zeros((2, 1), np.float32)))
+        norms.append((float(out[0].asnumpy()), float(out[2].asnumpy()), float(out[3].asnumpy())))
+    np.testing.assert_allclose(norms[1], norms[0], rtol=1e-5)

@@ -23,7 +23,7 @@ def final_ckpt(run, step):
 @pytest.mark.parametrize("extra", [
     ["--n-critic", 2, "--grad-noise-d", 0.01, "--clip-norm-g", 1.0, "--skip-nonfinite", "--lr-schedule", "linear",
      "--warmup", 5, "--optimizer-d", "sgd", "--gp", 1.0, "--spectral-norm"],
-    ["--loss", "wgan", "--g-first", "--ema", 0, "--conditional", "--amp", "O2", "--r1", 0.1,
+    ["--loss", "wgan", "--weight-clip", 0.5, "--g-first", "--ema", 0, "--conditional", "--amp", "O2", "--r1", 0.1,
      "--accumulate-d", 2, "--accumulate-g", 3],
 ])
 def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
@@ -46,7 +46,7 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
     assert skipped[-1] == 0 if "--amp" not in extra else skipped[-1] >= 1
 
 
-@pytest.mark.parametrize("tiny, steps", [(TINY_TOY + ["--accumulate-d", 2, "--grad-noise-g", 0.01], 30),
+@pytest.mark.parametrize("tiny, steps", [(TINY_TOY + ["--accumulate-d", 2, "--grad-noise-g", 0.01, "--amp", "O2"], 30),
                                          (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
 def test_gan_resume_is_bit_identical(tmp_path, tiny, steps):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
@@ -88,6 +88,17 @@ def test_digits_run_logs_samples_metrics_and_generates_deterministically(tmp_pat
     assert Image.open(tmp_path / "grid.png").size[0] > 8 * 16
 
 
+def test_ema_off_checkpoints_hold_the_current_generator_as_g_ema(tmp_path):
+    """--ema 0: G_ema is G. The last sample was at step 3; the step-5 checkpoint must still hold the
+    step-5 G as g_ema (generate.py and python -m metrics read g_ema)."""
+    run = tmp_path / "noema"
+    run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 5, "--ema", 0, "--sample-every", 3,
+               "--eval-every", 3, "--steps-per-call", 1)
+    arrays = final_ckpt(run, 5)
+    g = {k[len("g."):]: v for k, v in arrays.items() if k.startswith("g.") and ".opt." not in k}
+    assert g and all(np.array_equal(arrays["g_ema." + k], v) for k, v in g.items())
+
+
 def test_toy_generate_png_and_npy(tmp_path):
     run = tmp_path / "toy"
     run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 10)
@@ -111,6 +122,9 @@ def test_toy_generate_png_and_npy(tmp_path):
     (["--accumulate-d", "2", "--r1", "1", "--r1-every", "4"], "does not combine with lazy R1"),
     (["--dataset", "digits", "--image-size", "16"], "--image-size applies to"),
     (["--dataset", "digits", "--batch-size", "5000"], "fewer than --batch-size"),
+    (["--loss", "wgan"], "needs a Lipschitz constraint"),
+    (["--weight-clip", "-1"], "--weight-clip must be"),
+    (["--amp", "O1"], "--amp O1 does not work"),
 ])
 def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
     code, lines = cli_error(train_gan.main, ["--run-dir", tmp_path / "r", *args], capsys)
