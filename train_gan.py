@@ -43,7 +43,7 @@ AUTO = {
     "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=2e-4,
                   beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
-# grid25 needs longer: ~0 of 25 modes at 2000 steps, ~24 at 6000; at 10000, >= 24 on 4 of 5 seeds (README).
+# grid25 needs longer: ~0 of 25 modes at 2000 steps, ~24 at 6000; at 10000, 23.0 +- 2.3 (README).
 AUTO_PER_DATASET = {"grid25": dict(steps=10000)}
 
 

@@ -66,5 +66,12 @@ def assert_same_arrays(a, b):
 
 @pytest.fixture(scope="session", autouse=True)
 def classifier_cache(tmp_path_factory):
-    """Metrics classifiers are cached per test session, never in the user's home."""
-    os.environ["GANLAB_CACHE"] = str(tmp_path_factory.mktemp("ganlab_cache"))
+    """Metrics classifiers are cached per test run, never in the user's home. Under pytest-xdist the
+    workers share one cache (their base temp dirs have a common parent), so each classifier is
+    trained once per run, not once per worker; writes to it are atomic renames."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "ganlab_cache"
+        shared.mkdir(exist_ok=True)
+        os.environ["GANLAB_CACHE"] = str(shared)
+    else:
+        os.environ["GANLAB_CACHE"] = str(tmp_path_factory.mktemp("ganlab_cache"))

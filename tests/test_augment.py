@@ -69,7 +69,10 @@ def test_d_step_applies_the_augmentation_draws(graph_mode):
     from loops.optim import make_optimizer
     policies = augment.parse("color,translation,cutout")
     shape = (1, 8, 8)
+    ms.set_seed(0)  # a fixed initialisation (5 random ones gave relative loss changes of 0.01-0.30)
     G, D, _ = build_models("dcgan", 4, shape, 8)
+    for p in D.trainable_params():  # x3 per layer (~81x the logits): a fresh D's tiny logits would make
+        p.set_data(p * 3.0)          # every input look alike to the loss
     opt_g = make_optimizer("sgd", G.trainable_params(), 0.0, "g.")
     opt_d = make_optimizer("sgd", D.trainable_params(), 0.0, "d.")  # lr 0: every call sees the same D
     arity = augment.arity(policies, shape)
@@ -84,4 +87,4 @@ def test_d_step_applies_the_augmentation_draws(graph_mode):
     random = tuple(Tensor(a) for a in augment.draw(rng, policies, 4, shape) + augment.draw(rng, policies, 4, shape))
     base = float(plain(real, z)[0].asnumpy())
     np.testing.assert_allclose(float(augmented(real, z, *identity, *identity)[0].asnumpy()), base, rtol=1e-5)
-    assert abs(float(augmented(real, z, *random)[0].asnumpy()) - base) > 1e-4
+    assert abs(float(augmented(real, z, *random)[0].asnumpy()) - base) > 1e-3 * abs(base)

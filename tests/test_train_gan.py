@@ -33,6 +33,12 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
         run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 30, "--steps-per-call", k, *extra)
         runs.append(final_ckpt(run, 30))
     assert_same_arrays(*runs)
+    if "--lr-schedule" in extra:  # the host schedule reached both optimizers (toy lr 1e-3), D really is SGD
+        from loops.schedules import lr_at
+        for who in ("g", "d"):
+            assert float(runs[0][f"{who}.opt.learning_rate_group_0"]) == pytest.approx(
+                lr_at(29, 1e-3, "linear", 30, 5), rel=1e-6)
+        assert not any(k.startswith("d.opt.exp_avg") for k in runs[0])
     if "--accumulate-d" in extra:  # 30 iterations of 2 D and 3 G micro-batches: one window per iteration;
         a = runs[0]                 # a window updates unless all its micro-batches overflowed in fp16
         for who in ("d", "g"):
@@ -88,26 +94,32 @@ def test_digits_run_logs_samples_metrics_and_generates_deterministically(tmp_pat
     assert Image.open(tmp_path / "grid.png").size[0] > 8 * 16
 
 
-def test_ema_off_checkpoints_hold_the_current_generator_as_g_ema(tmp_path):
-    """--ema 0: G_ema is G. The last sample was at step 3; the step-5 checkpoint must still hold the
-    step-5 G as g_ema (generate.py and python -m metrics read g_ema)."""
-    run = tmp_path / "noema"
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    """One tiny ring8 run shared by the tests below: --ema 0, sampled and evaluated at step 3 of 5."""
+    run = tmp_path_factory.mktemp("toy") / "run"
     run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 5, "--ema", 0, "--sample-every", 3,
                "--eval-every", 3, "--steps-per-call", 1)
-    arrays = final_ckpt(run, 5)
+    return run
+
+
+@pytest.mark.xdist_group("toy_run")
+def test_ema_off_checkpoints_hold_the_current_generator_as_g_ema(toy_run):
+    """--ema 0: G_ema is G. The last sample was at step 3; the step-5 checkpoint must still hold the
+    step-5 G as g_ema (generate.py and python -m metrics read g_ema)."""
+    arrays = final_ckpt(toy_run, 5)
     g = {k[len("g."):]: v for k, v in arrays.items() if k.startswith("g.") and ".opt." not in k}
     assert g and all(np.array_equal(arrays["g_ema." + k], v) for k, v in g.items())
 
 
-def test_toy_generate_png_and_npy(tmp_path):
-    run = tmp_path / "toy"
-    run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 10)
-    run_script("generate.py", run, "--num", 100, "--out", tmp_path / "s.npy")
+@pytest.mark.xdist_group("toy_run")
+def test_toy_generate_png_and_npy(toy_run, tmp_path):
+    run_script("generate.py", toy_run, "--num", 100, "--out", tmp_path / "s.npy")
     assert np.load(tmp_path / "s.npy").shape == (100, 2)
-    run_script("generate.py", run, "--num", 100, "--out", tmp_path / "s.png")
+    run_script("generate.py", toy_run, "--num", 100, "--out", tmp_path / "s.png")
     assert Image.open(tmp_path / "s.png").size == (320, 320)
-    m = json.loads((run / "metrics.json").read_text())
-    assert {"modes", "hq", "reverse_kl", "loss_d", "loss_g"} <= set(m)
+    m = json.loads((toy_run / "metrics.json").read_text())
+    assert {"modes", "modes_pacgan", "hq", "reverse_kl", "loss_d", "loss_g"} <= set(m) and m["step"] == 5
 
 
 @pytest.mark.parametrize("args, message", [
@@ -182,12 +194,14 @@ def test_conditional_generator_produces_the_asked_class(tmp_path):
 @pytest.mark.slow
 def test_conditional_digits_produce_the_asked_class_per_the_metrics_classifier(tmp_path, graph_mode):
     """Default digits recipe + --conditional. The class embedding's init matters: with MindSpore's
-    N(0, 0.01) default in G, class accuracy was 0.39 at 2000 steps; with N(0, 1) it is 0.75-0.81."""
+    N(0, 0.01) default in G, class accuracy was 0.39 at 2000 steps; with N(0, 1) 0.75-0.81, and with
+    G's BatchNorm really in training mode 0.88-0.89."""
     run = tmp_path / "cond"
     run_script("train_gan.py", "--run-dir", run, "--conditional", "--eval-samples", 500)
     m = json.loads((run / "metrics.json").read_text())
-    # chance is 0.1; seeds 0/1/2 measured 0.75 / 0.77 / 0.81 on 2500 samples (margin for other CPUs)
-    assert m["class_accuracy"] > 0.5 and m["classes_covered"] == 10, m
+    # chance is 0.1; seeds 0/1/2 measured 0.880 / 0.888 / 0.880 on 2500 samples, all with 10 classes
+    # covered (margin for other CPUs and the smaller evaluation here)
+    assert m["class_accuracy"] > 0.75 and m["classes_covered"] == 10, m
     from data.digits import digits
     from metrics.evaluate import ImageEvaluator
     evaluate = ImageEvaluator(digits(64, 0), 500, 0, log=lambda *a: None)  # the cached classifier
@@ -205,4 +219,6 @@ def test_ring8_defaults_cover_all_modes_with_high_quality(tmp_path):
     run = tmp_path / "ring8"
     run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8")
     m = json.loads((run / "metrics.json").read_text())
-    assert m["step"] == 5000 and m["modes"] == 8 and m["hq"] >= 0.9, {k: m[k] for k in ("modes", "hq", "mode_counts")}
+    # seeds 0-9 on this machine: 8/8 modes on every seed, hq 0.913 +- 0.021 (min 0.870, max 0.941);
+    # the bound is the mean minus 3 std, so another seed or CPU passes unless something broke
+    assert m["step"] == 5000 and m["modes"] == 8 and m["hq"] >= 0.85, {k: m[k] for k in ("modes", "hq", "mode_counts")}
