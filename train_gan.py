@@ -201,7 +201,7 @@ def main(argv):
                                     augment_arity=augment.arity(policies, source.shape) if policies else 0,
                                     weight_clip=cfg.weight_clip)
     r1_step = make_lazy_r1_step(D, opt_d, cfg.r1, cfg.r1_every, t_d, cfg.pack, cfg.conditional,
-                                augment_policies=policies) if lazy_r1 else None
+                                augment_policies=policies, weight_clip=cfg.weight_clip) if lazy_r1 else None
     ema = EMA(G, G_ema, cfg.ema)
     sample = make_sampler(G_ema)
     state = all_parameters(G, D, G_ema, opt_g, opt_d, t_g, t_d)

@@ -30,7 +30,7 @@ def opt(default, help, choices=None):
 
 @dataclass
 class RunConfig:
-    """Flags every training script has (shared/CONTRACT.md)."""
+    """Flags every training script has (README: Flags every training script has)."""
     run_dir: str = opt("", "run directory (default: runs/<script>__<dataset>__<loss>__s<seed>__<time>)")
     steps: int = opt(500, "optimizer steps (iterations) to train for, in total")
     seed: int = opt(0, "seed of the host RNG that draws data, noise and initial weights")

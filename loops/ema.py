@@ -1,9 +1,11 @@
-"""Exponential moving average of the generator's weights (Karras et al. 2018; Yazici et al. 2019).
+"""Exponential moving average of a model's weights (Polyak averaging; for GANs' G: Karras et al. 2018,
+Yazici et al. 2019).
 
-`target` is a second generator instance (eval mode, its own parameter names `g_ema.*`):
-ema <- decay * ema + (1 - decay) * g for trainable weights; BatchNorm running statistics are
-copied. The update is compiled and writes in place (ops.assign), so compiled samplers of the
-target always see the current averages (data loaded with set_data after compiling would be ignored).
+`target` is a second instance of the same model (eval mode, its own parameter names, e.g. `g_ema.*`):
+ema <- decay * ema + (1 - decay) * source for trainable weights; non-trainable state (BatchNorm
+running statistics) is copied. The update is compiled and writes in place (ops.assign), so compiled
+functions of the target always see the current averages (data loaded with set_data after compiling
+would be ignored).
 """
 import mindspore as ms
 from mindspore import Tensor, ops

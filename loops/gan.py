@@ -173,12 +173,13 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
 
 
 def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_size=1, conditional=False,
-                      augment_policies=()):
+                      augment_policies=(), weight_clip=0.0):
     """R1 as its own D step, run every `every` iterations with the penalty scaled by `every`
     (lazy regularisation, Karras et al. 2020): r1_step(real[, y_real][, aug...]) -> ((gamma / 2) *
     every * E ||grad_x D(x)||^2, (), grad norms). Use it with make_gan_steps(..., r1=0).
     With DiffAugment, the reals go through the same augmentation as in D's main step (host draws
-    after the labels), as in StyleGAN2-ADA: the gradient is w.r.t. the un-augmented reals."""
+    after the labels), as in StyleGAN2-ADA: the gradient is w.r.t. the un-augmented reals.
+    weight_clip: as in make_gan_steps (this step updates D too)."""
     def d_sum(x, y, aug):
         if augment_policies:
             x = augment.apply(x, aug, augment_policies)
@@ -191,7 +192,8 @@ def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_s
         aug = extra[1:] if conditional else extra
         return every * r1_penalty(input_grad(real, y, aug), gamma, pack_size)
 
-    return make_step(r1_forward, opt_d, transform)
+    clip = ClipWeights(opt_d.parameters, weight_clip) if weight_clip > 0 else None
+    return make_step(r1_forward, opt_d, transform, constraint=clip)
 
 
 def make_sampler(generator):

@@ -39,6 +39,10 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
             assert float(runs[0][f"{who}.opt.learning_rate_group_0"]) == pytest.approx(
                 lr_at(29, 1e-3, "linear", 30, 5), rel=1e-6)
         assert not any(k.startswith("d.opt.exp_avg") for k in runs[0])
+    if "--weight-clip" in extra:  # every D parameter stayed inside the clip box, end to end
+        d_weights = [v for k, v in runs[0].items() if k.startswith("d.") and ".opt." not in k and not k.endswith(".u")
+                     and "loss_scale" not in k and "accumulate" not in k]
+        assert d_weights and max(np.abs(v).max() for v in d_weights) <= 0.5 + 1e-6
     if "--accumulate-d" in extra:  # 30 iterations of 2 D and 3 G micro-batches: one window per iteration;
         a = runs[0]                 # a window updates unless all its micro-batches overflowed in fp16
         for who in ("d", "g"):
