@@ -95,7 +95,7 @@ class GANConfig(RunConfig):
     skip_nonfinite: bool = opt(False, "skip (and count) D/G updates with NaN/Inf gradients")
     amp: str = opt("O0", "mixed precision level of mindspore.amp.auto_mixed_precision (O0: float32)",
                    ["O0", "O1", "O2", "O3"])
-    loss_scale: str = opt("", "loss scaling: dynamic, static or none (default: dynamic with --amp O1-O3)",
+    loss_scale: str = opt("", "loss scaling: dynamic, static or none (default: dynamic with --amp O2 or O3; O1 is refused)",
                           ["", "dynamic", "static", "none"])
     sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
