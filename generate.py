@@ -52,41 +52,23 @@ def parse(argv):
 
 def main(argv):
     args = parse(argv)
-    from loops import checkpoint
-    path = args.checkpoint or checkpoint.latest(args.run_dir)
-    if not os.path.isdir(args.run_dir):
-        raise UserError(f"run dir {args.run_dir} does not exist")
-    if not path:
-        raise UserError(f"no checkpoint in {os.path.join(args.run_dir, 'checkpoints')}")
-    _, meta = checkpoint.read(path)
-    cfg = meta["config"]
-
-    import mindspore as ms
-    from mindspore import Tensor
-    from loops.gan import build_models, make_sampler
-    ms.set_context(mode=ms.GRAPH_MODE)
-    ms.set_device("CPU")
-    shape = tuple(meta["data_shape"])
-    conditional = cfg.get("conditional", False)
-    num_classes = meta["num_classes"] if conditional else 0
-    if args.label >= 0 and not conditional:
+    from gan.models import TrainedGenerator, graph_mode_on_cpu
+    graph_mode_on_cpu()
+    gen = TrainedGenerator(args.run_dir, args.checkpoint, ema=not args.no_ema)
+    if args.label >= 0 and not gen.conditional:
         raise UserError("--class needs a run trained with --conditional")
-    if args.label >= num_classes > 0:
-        raise UserError(f"--class must be in [0, {num_classes - 1}], got {args.label}")
-    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], shape, cfg["width"], num_classes=num_classes)
-    chosen = generator if args.no_ema else g_ema
-    checkpoint.load_into(path, chosen.get_parameters())
-    sample = make_sampler(chosen)
+    if args.label >= gen.num_classes > 0:
+        raise UserError(f"--class must be in [0, {gen.num_classes - 1}], got {args.label}")
 
-    z = np.random.default_rng(args.seed).standard_normal((args.num, cfg["z_dim"]), dtype=np.float32)
+    z = np.random.default_rng(args.seed).standard_normal((args.num, gen.z_dim), dtype=np.float32)
     # conditional runs: the asked class, or every class in turn
-    labels = np.full(args.num, args.label, np.int32) if args.label >= 0 else np.arange(args.num, dtype=np.int32) % max(1, num_classes)
+    labels = (np.full(args.num, args.label, np.int32) if args.label >= 0
+              else np.arange(args.num, dtype=np.int32) % max(1, gen.num_classes))
     chunks = []
-    for i in range(0, args.num, CHUNK):
+    for i in range(0, args.num, CHUNK):  # one compiled shape: the last chunk is padded
         part = z[i:i + CHUNK]
         padded = np.concatenate([part, np.zeros((CHUNK - len(part), part.shape[1]), np.float32)])
-        y = (Tensor.from_numpy(np.resize(labels[i:i + CHUNK], CHUNK).astype(np.int32)),) if conditional else ()
-        chunks.append(sample(Tensor.from_numpy(padded), *y).asnumpy()[:len(part)])
+        chunks.append(gen.sample(padded, np.resize(labels[i:i + CHUNK], CHUNK))[:len(part)])
     out = np.concatenate(chunks).astype(np.float32)
 
     try:
@@ -94,16 +76,16 @@ def main(argv):
         if args.out.lower().endswith(".npy"):
             np.save(args.out, out)
         else:
-            from loops.samples import image_grid, save_png, scatter_plot
-            if meta["kind"] == "toy":
+            from gan.pictures import image_grid, save_png, scatter_plot
+            if gen.kind == "toy":
                 from data import SOURCES
-                source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
+                source = SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config))
                 save_png(args.out, scatter_plot(out, source.centers))
             else:
                 save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
     except OSError as e:
         raise UserError(f"cannot write --out {args.out}: {e.strerror or e}")
-    print(f"wrote {args.out}: {out.shape[0]} samples from {path}")
+    print(f"wrote {args.out}: {out.shape[0]} samples from {gen.path}")
     return 0
 
 

@@ -26,7 +26,8 @@ from bench import record  # noqa: E402
 from loops import lift_isa_cap  # noqa: E402
 from loops.driver import MultiStep, Phase, run_iteration  # noqa: E402
 from loops.ema import EMA  # noqa: E402
-from loops.gan import build_models, make_gan_steps  # noqa: E402
+from gan.models import build_models
+from gan.steps import make_gan_steps  # noqa: E402
 from loops.optim import make_optimizer  # noqa: E402
 
 SETUPS = {

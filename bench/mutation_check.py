@@ -23,41 +23,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: ([(file, old, new), ...], [test paths], what the bug is)
 MUTATIONS = {
     "train_mode_off": (
-        [("loops/gan.py", "    generator.set_train(True)\n    discriminator.set_train(True)\n",
-          "    generator.set_train(False)\n    discriminator.set_train(False)\n")],
+        [("loops/learner.py", "        self.net = declare(name, net, train=True, amp=amp)",
+          "        self.net = declare(name, net, train=False, amp=amp)")],
         ["tests/test_train_mode.py"], "G and D train in eval mode (BatchNorm frozen, spectral norm's u fixed)"),
     "sn_u_frozen": (
         [("models/spectral_norm.py", "sigma = ops.depend(sigma, ops.assign(self.u, u))", "sigma = sigma")],
         ["tests/test_spectral_norm.py", "tests/test_train_mode.py"], "spectral norm never advances u"),
     "gp_at_reals": (
-        [("loops/gan.py", "x_hat = a * real + (1.0 - a) * fake", "x_hat = real")],
+        [("gan/steps.py", "x_hat = a * real + (1.0 - a) * fake", "x_hat = real")],
         ["tests/test_penalties.py"], "GP evaluated at the real samples, not the interpolates"),
     "r1_on_fakes": (
-        [("loops/gan.py", "r1_penalty(input_grad(real, y_real, aug_real), r1, pack_size)",
+        [("gan/steps.py", "r1_penalty(input_grad(real, y_real, aug_real), r1, pack_size)",
           "r1_penalty(input_grad(fake, y_fake, aug_fake), r1, pack_size)")],
         ["tests/test_penalties.py"], "R1 evaluated on fakes"),
     "pack_norm_per_sample": (
-        [("loops/gan.py", "grad.reshape(grad.shape[0] // pack_size, -1)", "grad.reshape(grad.shape[0], -1)")],
+        [("gan/penalties.py", "grad.reshape(grad.shape[0] // pack_size, -1)", "grad.reshape(grad.shape[0], -1)")],
         ["tests/test_penalties.py"], "PacGAN penalties measured per unpacked sample"),
     "pynative_second_order": (
-        [("loops/gan.py", "return grad if jit_enabled() else ms.jit(grad)", "return grad")],
+        [("gan/penalties.py", "return grad if jit_enabled() else ms.jit(grad)", "return grad")],
         ["tests/test_penalties.py"], "PyNative penalties lose their gradient through view ops"),
     "swap_real_fake_logits": (
-        [("loops/gan.py", "loss_d = d_loss_fn(real_logits, fake_logits)", "loss_d = d_loss_fn(fake_logits, real_logits)")],
+        [("gan/steps.py", "loss_d = d_loss_fn(real_logits, fake_logits)", "loss_d = d_loss_fn(fake_logits, real_logits)")],
         ["tests/test_penalties.py", "tests/test_gan_losses.py"], "D's loss with real and fake logits swapped"),
     "diffaug_off_in_d": (
-        [("loops/gan.py", "            x = augment.apply(x, aug, augment_policies)\n        return discriminator(",
-          "            pass\n        return discriminator(")],
+        [("gan/steps.py", "        if augment_policies:\n            x = augment.apply(x, aug, augment_policies)\n        return discriminator(",
+          "        return discriminator(")],
         ["tests/test_augment.py"], "DiffAugment not applied inside D's main step"),
     "lazy_r1_skips_diffaug": (
-        [("loops/gan.py", "            x = augment.apply(x, aug, augment_policies)\n        return ops.sum(",
-          "            pass\n        return ops.sum(")],
+        [("gan/steps.py", "    d_of = discriminate(discriminator, pack_size, augment_policies)\n\n    def d_sum(x, y, aug):\n        return ops.sum(d_of(x, y, aug))\n\n    input_grad = input_gradient(d_sum)\n\n    def r1_forward",
+          "    d_of = discriminate(discriminator, pack_size, ())\n\n    def d_sum(x, y, aug):\n        return ops.sum(d_of(x, y, aug))\n\n    input_grad = input_gradient(d_sum)\n\n    def r1_forward")],
         ["tests/test_penalties.py"], "lazy R1 computed on un-augmented reals"),
     "lazy_r1_unscaled": (
-        [("loops/gan.py", "return every * r1_penalty(", "return r1_penalty(")],
+        [("gan/steps.py", "return every * r1_penalty(", "return r1_penalty(")],
         ["tests/test_penalties.py"], "lazy R1 without its x every scaling"),
     "lazy_r1_no_adjustment": (
-        [("train_gan.py", "c = cfg.r1_every / (cfg.r1_every + 1)", "c = 1.0")],
+        [("gan/trainer.py", "c = cfg.r1_every / (cfg.r1_every + 1)", "c = 1.0")],
         ["tests/test_penalties.py"], "lazy R1 without StyleGAN2's lr / beta adjustment"),
     "lr_assigned_after_update": (
         [("loops/step.py", "            grads = ops.depend(grads, ops.assign(lr_param, lr))", "            pass"),
@@ -73,7 +73,7 @@ MUTATIONS = {
         [("loops/step.py", "            norm_before = scaler.unscale(norm_before)", "            norm_before = norm_before")],
         ["tests/test_step.py"], "an --amp grad norm left x65536"),
     "loss_scale_not_checkpointed": (
-        [("loops/transforms.py", "self.extra_parameters = [p for t in transforms if isinstance(t, LossScale) for p in t.state]",
+        [("loops/transforms.py", "self.extra_parameters = list(self.state)",
           "self.extra_parameters = []")],
         ["tests/test_train_gan.py::test_gan_resume_is_bit_identical", "tests/test_transforms.py"],
         "the loss-scaler state missing from checkpoints"),
@@ -81,17 +81,18 @@ MUTATIONS = {
         [("loops/checkpoint.py", "ms.load_checkpoint(path, crc_check=True)", "ms.load_checkpoint(path)")],
         ["tests/test_regression.py"], "checkpoints loaded without verifying their checksum"),
     "ema_off_stale": (
-        [("train_gan.py", "        refresh_ema()  # --ema 0: the checkpoint's", "        pass  # --ema 0: the checkpoint's")],
+        [("gan/trainer.py", "        self.refresh_ema()  # --ema 0: the checkpoint's", "        pass  # --ema 0: the checkpoint's")],
         ["tests/test_train_gan.py::test_ema_off_checkpoints_hold_the_current_generator_as_g_ema"],
         "--ema 0 saves a stale g_ema"),
     "nearest_resize": (
         [("metrics/inception.py", 'mode="bilinear", align_corners=False', 'mode="nearest"')],
         ["tests/test_inception_fid.py"], "Inception preprocessing resizes nearest-neighbour"),
     "translation_rounding": (
-        [("loops/augment.py", "dy, dx = int(h * ratio + 0.5), int(w * ratio + 0.5)", "dy, dx = int(h * ratio), int(w * ratio)")],
+        [("gan/augment.py", "dy, dx = int(h * ratio + 0.5), int(w * ratio + 0.5)", "dy, dx = int(h * ratio), int(w * ratio)")],
         ["tests/test_augment.py"], "DiffAugment translation rounds the shift down"),
     "weight_clip_ignored": (
-        [("loops/gan.py", "                       constraint=clip)", "                       constraint=None)")],
+        [("gan/steps.py", "    return ClipWeights(optimizer.parameters, weight_clip) if weight_clip > 0 else None",
+          "    return None")],
         ["tests/test_penalties.py"], "WGAN weight clipping never applied"),
     "modes_pacgan_wrong": (
         [("metrics/toy.py", '"modes_pacgan": int((counts >= 1).sum())', '"modes_pacgan": int(covered.sum())')],

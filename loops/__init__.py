@@ -2,7 +2,7 @@
 
 On CPUs with AVX-512, MindSpore 2.10's CPU backend runs oneDNN's AVX-512 forward convolutions
 tens of times slower than its AVX2 ones (a 64->128 4x4 stride-2 conv on a 64x64x16x16 batch:
-653 ms vs 7.6 ms; a DCGAN 32x32 iteration: 21.4 s vs 0.77 s; `python bench/bench_cpu_isa.py`).
+653 ms vs 7.6 ms; a 32x32 conv-net training iteration: 21.4 s vs 0.77 s; `python bench/bench_cpu_isa.py`).
 So oneDNN is capped at AVX2 by default. oneDNN reads the cap once, at its first kernel, so it is
 set here, at import, before any MindSpore op can run (models/ and metrics/ import this package
 first). Processes without convolutions (toy MLPs, regression) lift the cap in runtime.setup:

@@ -9,7 +9,7 @@ from mindspore import ops
 
 class ClipWeights:
     """w <- clip(w, -c, c) for every given parameter (the weight clipping of Arjovsky et al. 2017,
-    which keeps a critic in a compact set and so K-Lipschitz for some K)."""
+    which keeps a model in a compact set and so K-Lipschitz for some K)."""
 
     def __init__(self, parameters, c):
         self.parameters = tuple(parameters)

@@ -1,6 +1,6 @@
 """The driver loop: scheduling in Python, math in jit.
 
-An iteration runs a list of phases in order (e.g. D x n_critic, G, EMA); a phase runs `repeat`
+An iteration runs a list of phases in order (e.g. one model x 5, another once, a target update); a phase runs `repeat`
 times when `step % every == 0`. A phase is a pair:
   draw(step)    host inputs of one call at iteration `step` (numpy arrays from the host RNG), and
   body(*inputs) the uncompiled device function, returning a tuple of scalar Tensors named `tags`.
@@ -93,7 +93,7 @@ def run_iteration(phases, step):
 class MultiStep:
     """K iterations of the phase schedule in one compiled while loop (see module docstring).
 
-    Interval phases (`every` > 1, e.g. lazy R1) run inside the loop under a host-made mask: their
+    Interval phases (`every` > 1, e.g. a lazy regulariser) run inside the loop under a host-made mask: their
     inputs are drawn on the host only for the iterations that run them (the RNG stream of single
     steps), and zeros of the same shapes fill the other slots. Their logged value is the mean over
     the iterations that ran them; a call in which a phase never ran does not report its tags.
@@ -192,9 +192,9 @@ class NonFinite(RunFailure):
 
     def __init__(self, tag, first, last):
         self.tag, self.first, self.last = tag, first, last
-        model = {"d": "D", "g": "G"}.get(tag.split("/")[-1], "the model")
+        model = tag.split("/")[-1]  # loss/<name>: the model declared under that name
         where = f"step {last}" if first == last else f"one of steps {first}-{last}"
-        super().__init__(f"{tag} of {model} became NaN/Inf at {where}; stopped without saving that state "
+        super().__init__(f"{tag} of model {model!r} became NaN/Inf at {where}; stopped without saving that state "
                          "(pass --skip-nonfinite to skip such updates instead)")
 
 
@@ -218,7 +218,7 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     """
     multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 else None
     last = {}
-    latest = {}  # the newest value of every tag: interval phases (lazy R1) log their last result
+    latest = {}  # the newest value of every tag: interval phases log their last result
     step = start_step
     tick, tick_step = time.perf_counter(), start_step
     with StopRequest() as stop:

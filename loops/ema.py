@@ -1,5 +1,5 @@
-"""Exponential moving average of a model's weights (Polyak averaging; for GANs' G: Karras et al. 2018,
-Yazici et al. 2019).
+"""Exponential moving average of a model's weights (Polyak averaging: an EMA copy
+for sampling, Karras et al. 2018 and Yazici et al. 2019; a reinforcement-learning target network).
 
 `target` is a second instance of the same model (eval mode, its own parameter names, e.g. `g_ema.*`):
 ema <- decay * ema + (1 - decay) * source for trainable weights; non-trainable state (BatchNorm
@@ -26,7 +26,7 @@ class EMA:
 
         def update(decay):
             # thread every assign into the output: inside a compiled while loop, side effects that
-            # nothing depends on are not reliably ordered after the G update of the same iteration
+            # nothing depends on are not reliably ordered after the source's update in the same iteration
             done = decay
             for s, t in averaged:
                 done = ops.depend(done, ops.assign(t, decay * t + (1.0 - decay) * s))
@@ -34,7 +34,13 @@ class EMA:
                 done = ops.depend(done, ops.assign(t, s))
             return done
 
+        decay_tensor = self.decay
+
+        def logged():  # a driver phase body: one update at the configured decay, logged as ema/decay
+            return (update(decay_tensor),)
+
         self.body = update  # uncompiled, for the multi-step loop
+        self.phase_body = logged
         self.fn = maybe_jit(update)
 
     def update(self):

@@ -2,7 +2,7 @@
 
 `mindspore.experimental.optim` is used because it costs less per call than `nn.Adam`
 (see bench/RESULTS.md). Each optimizer owns state such as `state_step` and `exp_avg.<param>`;
-in a GAN both optimizers would own a `state_step`, which breaks a shared graph and a checkpoint,
+with two models both optimizers would own a `state_step`, which breaks a shared graph and a checkpoint,
 so every state Parameter gets the model's prefix (`d.opt.state_step`).
 """
 import mindspore as ms

@@ -6,8 +6,12 @@ Each transform has the signature `(grads, apply, noise) -> (grads, apply)`:
   noise  one flat float32 Tensor of standard normals drawn on the host (or None), so the RNG
          state lives on the host and resume stays exact (in-graph RNG state cannot be saved).
 
-A transform declares `can_skip` (it may veto the update) and `noise_size` (how many host normals
-it consumes). A new intervention is one class here plus one line in `from_flags`.
+A transform declares `can_skip` (it may veto the update), `noise_size` (how many host normals it
+consumes: each transform gets its own slice of the host noise), `counters` (Parameters counting
+vetoed updates, summed by `Chain.skipped_count`), and, for the command line, `flag`, `default`,
+`help` and `build(value, params, prefix)`. A new intervention is one class here plus one line in
+TRANSFORMS: it then gets its flag on every model that learns (`--<flag>` and `--<flag>-<model>`,
+see loops/learner.py) and its place in every chain.
 """
 import numpy as np
 import mindspore as ms
@@ -26,9 +30,19 @@ def global_norm(grads):
 class Transform(nn.Cell):
     """Identity. Stateful subclasses re-assert their Parameter names in `name_state` (Chain calls it
     after the Cell machinery has auto-prefixed them), so checkpoints read `d.skip_nonfinite.skipped`,
-    not `transforms.1.skipped`."""
+    not `transforms.1.skipped`.
+
+    Command-line registration (class attributes): `flag` (the config field, e.g. "clip_norm"),
+    `default` (its off value, whose type is the flag's type) and `help`; `build(value, params, prefix)`
+    makes the transform from a flag value that is not the default."""
     can_skip = False
     noise_size = 0
+    counters = ()  # Parameters counting vetoed updates
+    flag, default, help = None, None, ""
+
+    @classmethod
+    def build(cls, value, params, prefix):
+        return cls(value)
 
     def name_state(self):
         pass
@@ -39,6 +53,7 @@ class Transform(nn.Cell):
 
 class ClipByValue(Transform):
     """g <- clip(g, -v, v), elementwise."""
+    flag, default, help = "clip_value", 0.0, "clip {whose}gradient elements to [-V, V] (0: off)"
 
     def __init__(self, value):
         super().__init__()
@@ -50,6 +65,7 @@ class ClipByValue(Transform):
 
 class ClipByGlobalNorm(Transform):
     """g <- g * min(1, v / (||g|| + 1e-6)), the global norm over all gradients (as torch does)."""
+    flag, default, help = "clip_norm", 0.0, "clip {whose}global gradient norm to V (0: off)"
 
     def __init__(self, max_norm):
         super().__init__()
@@ -62,6 +78,11 @@ class ClipByGlobalNorm(Transform):
 
 class GradNoise(Transform):
     """g <- g + sigma * n, n ~ N(0, I) drawn on the host, fresh every step (Neelakantan et al. 2015)."""
+    flag, default, help = "grad_noise", 0.0, "add N(0, SIGMA^2) noise to every element of {whose}gradients (0: off)"
+
+    @classmethod
+    def build(cls, value, params, prefix):
+        return cls(value, params)
 
     def __init__(self, sigma, params):
         super().__init__()
@@ -83,11 +104,17 @@ class GradNoise(Transform):
 class SkipNonFinite(Transform):
     """Veto the update when any gradient holds NaN/Inf, and count the vetoes in `skipped`."""
     can_skip = True
+    flag, default, help = "skip_nonfinite", False, "skip (and count) {whose}updates whose gradients hold NaN/Inf"
+
+    @classmethod
+    def build(cls, value, params, prefix):
+        return cls(prefix)
 
     def __init__(self, prefix):
         super().__init__()
         self.prefix = prefix
         self.skipped = Parameter(Tensor(0, ms.int32), name="skipped", requires_grad=False)
+        self.counters = (self.skipped,)
         self.name_state()
 
     def name_state(self):
@@ -111,6 +138,11 @@ class Accumulate(Transform):
     the good micro-batches of the window, and a window with none applies nothing.
     """
     can_skip = True
+    flag, default, help = "accumulate", 1, "average {whose}gradients over K micro-batches per update"
+
+    @classmethod
+    def build(cls, value, params, prefix):
+        return cls(value, params, prefix)
 
     def __init__(self, k, params, prefix):
         super().__init__()
@@ -154,13 +186,24 @@ class LossScale(Transform):
     Put it first in a chain: every other transform must see unscaled gradients.
     """
     can_skip = True
+    flag, default = "loss_scale", "none"
+    help = "{whose}loss scaling: dynamic, static or none (mixed precision)"
+    choices = ("none", "static", "dynamic")
+
+    @classmethod
+    def build(cls, value, params, prefix):
+        return cls(LOSS_SCALERS[value](), prefix)
 
     def __init__(self, scaler, prefix):
         super().__init__()
         self.scaler = scaler
+        self.loss_scaler = scaler  # make_step scales the loss by it before differentiating
         self.prefix = prefix
         self.state = [p for p in vars(scaler).values() if isinstance(p, Parameter)]
+        # the scaler's own state (scale, counter) lives outside any Cell: listed for checkpoints
+        self.extra_parameters = list(self.state)
         self.overflows = Parameter(Tensor(0, ms.int32), name="overflows", requires_grad=False)
+        self.counters = (self.overflows,)
         self.name_state()
 
     def name_state(self):
@@ -177,31 +220,37 @@ class LossScale(Transform):
 
 
 class Chain(Transform):
-    """Apply transforms in order; skips and noise needs are the union of its members'."""
+    """Apply transforms in order. It may skip if a member may; each member that takes noise gets
+    its own slice of the host noise (their sizes add up); loss scalers, checkpointed extras and veto
+    counters are collected from the members' attributes, so a new transform needs no edit here."""
 
     def __init__(self, *transforms):
         super().__init__()
         self.transforms = nn.CellList(list(transforms))
         self.can_skip = any(t.can_skip for t in transforms)
-        self.noise_size = max([t.noise_size for t in transforms] + [0])
-        scalers = [t.scaler for t in transforms if isinstance(t, LossScale)]
+        self.noise_slices = []  # (start, stop) of each member's noise, or None
+        start = 0
+        for t in transforms:
+            self.noise_slices.append((start, start + t.noise_size) if t.noise_size else None)
+            start += t.noise_size
+        self.noise_size = start
+        scalers = [t.loss_scaler for t in transforms if getattr(t, "loss_scaler", None) is not None]
         self.loss_scaler = scalers[0] if scalers else None
-        # the scaler's own state (scale, counter) lives outside any Cell: list it for checkpoints
-        self.extra_parameters = [p for t in transforms if isinstance(t, LossScale) for p in t.state]
+        self.extra_parameters = [p for t in transforms for p in getattr(t, "extra_parameters", [])]
+        self.counters = tuple(c for t in transforms for c in t.counters)
         for t in transforms:
             t.name_state()
 
     def construct(self, grads, apply, noise):
-        for t in self.transforms:
-            grads, apply = t(grads, apply, noise)
+        for t, part in zip(self.transforms, self.noise_slices):
+            grads, apply = t(grads, apply, None if part is None else noise[part[0]:part[1]])
         return grads, apply
 
     def skipped_count(self):
         """Vetoes so far (host int; not for jit): updates vetoed by the non-finite check, plus calls
         whose loss-scaled gradient overflowed; with accumulation an overflow drops one micro-batch
         rather than a whole update."""
-        return (sum(int(t.skipped.asnumpy()) for t in self.transforms if isinstance(t, SkipNonFinite))
-                + sum(int(t.overflows.asnumpy()) for t in self.transforms if isinstance(t, LossScale)))
+        return sum(int(c.asnumpy()) for c in self.counters)
 
 
 LOSS_SCALERS = {
@@ -211,22 +260,19 @@ LOSS_SCALERS = {
 }
 
 
-def from_flags(params, prefix="", clip_value=0.0, clip_norm=0.0, grad_noise=0.0, accumulate=1,
-               skip_nonfinite=False, loss_scale="none"):
-    """The chain the CLI flags describe, in the order that makes each meaningful:
-    loss scale first (unscaled gradients for the rest), accumulate (the rest see the averaged
-    gradient), the finite check, clip, noise (noise after clipping, as DP-SGD does)."""
-    parts = []
-    if LOSS_SCALERS[loss_scale] is not None:
-        parts.append(LossScale(LOSS_SCALERS[loss_scale](), prefix))
-    if accumulate > 1:
-        parts.append(Accumulate(accumulate, params, prefix))
-    if skip_nonfinite:
-        parts.append(SkipNonFinite(prefix))
-    if clip_value > 0:
-        parts.append(ClipByValue(clip_value))
-    if clip_norm > 0:
-        parts.append(ClipByGlobalNorm(clip_norm))
-    if grad_noise > 0:
-        parts.append(GradNoise(grad_noise, params))
+# The order of a chain, which makes each member meaningful: loss scale first (unscaled gradients
+# for the rest), accumulate (the rest see the averaged gradient), the finite check, clip, noise
+# (noise after clipping, as DP-SGD does). A new intervention: its class above, one line here.
+TRANSFORMS = (LossScale, Accumulate, SkipNonFinite, ClipByValue, ClipByGlobalNorm, GradNoise)
+
+
+def from_flags(params, prefix="", **values):
+    """The chain that flag values describe (`clip_norm=1.0, accumulate=4, ...`, by each transform's
+    `flag`; a flag left out or at its default is off), in TRANSFORMS order."""
+    known = {t.flag for t in TRANSFORMS}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise TypeError(f"unknown gradient transform flag(s) {unknown}; known: {sorted(known)}")
+    parts = [t.build(values[t.flag], params, prefix) for t in TRANSFORMS
+             if values.get(t.flag, t.default) != t.default]
     return Chain(*parts)

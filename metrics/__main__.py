@@ -30,42 +30,30 @@ def main(argv):
         raise UserError(f"--num must be >= 0 (0: the run's --eval-samples), got {args.num}")
     import mindspore as ms
     import numpy as np
-    from mindspore import Tensor
     from data import SOURCES
-    from loops import checkpoint, rundir
-    from loops.gan import build_models, make_sampler
+    from gan.models import TrainedGenerator
+    from loops import rundir
     from metrics.evaluate import make_evaluator
 
-    if not os.path.isdir(args.run_dir):
-        raise UserError(f"run dir {args.run_dir} does not exist")
-    path = args.checkpoint or checkpoint.latest(args.run_dir)
-    if not path:
-        raise UserError(f"no checkpoint in {os.path.join(args.run_dir, 'checkpoints')}")
-    _, meta = checkpoint.read(path)
-    cfg = meta["config"]
     ms.set_context(mode=ms.GRAPH_MODE)
+    gen = TrainedGenerator(args.run_dir, args.checkpoint, ema=not args.no_ema)
+    cfg, meta = gen.config, gen.meta
     inception = None
     if args.fid_weights:  # checked and loaded before any sampling, so a bad file fails fast
         if len(meta["data_shape"]) != 3:
             raise UserError("--fid-weights needs an image run; this run's data are 2-D points")
         from metrics.inception import load_inception
         inception = load_inception(args.fid_weights)
-    num_classes = meta["num_classes"] if cfg.get("conditional") else 0
-    generator, _, g_ema = build_models(cfg["arch"], cfg["z_dim"], tuple(meta["data_shape"]), cfg["width"],
-                                       num_classes=num_classes)
-    chosen = generator if args.no_ema else g_ema
-    checkpoint.load_into(path, chosen.get_parameters())
     n = args.num or cfg["eval_samples"]
     z = np.random.default_rng([cfg["seed"], 8]).standard_normal((n, cfg["z_dim"]), dtype=np.float32)
-    labels = np.arange(n, dtype=np.int32) % num_classes if num_classes else None  # as train_gan evaluates
-    y = (Tensor.from_numpy(labels),) if num_classes else ()
-    samples = make_sampler(chosen)(Tensor.from_numpy(z), *y).asnumpy()
+    labels = np.arange(n, dtype=np.int32) % gen.num_classes if gen.num_classes else None  # as train_gan evaluates
+    samples = gen.sample(z, labels)
     source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
     metrics = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr),
                              inception=inception)(samples, labels)
     out_path = os.path.join(args.run_dir, "metrics.json")
     existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
-    existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(path), ema=not args.no_ema)
+    existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(gen.path), ema=not args.no_ema)
     rundir.write_metrics(args.run_dir, existing)
     print(json.dumps({k: v for k, v in metrics.items() if not isinstance(v, list)}, indent=2))
     return 0

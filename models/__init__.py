@@ -1,6 +1,5 @@
 """Model registry: architecture name -> (generator, discriminator) constructors.
-A new model is its file plus one line here."""
-import loops  # noqa: F401  (first: caps oneDNN at AVX2 before any kernel runs, see loops/__init__.py)
+A new model is its file plus one line here. Cells only: nothing here imports the training code."""
 from models.dcgan import DCGANDiscriminator, DCGANGenerator
 from models.mlp import MLPDiscriminator, MLPGenerator
 

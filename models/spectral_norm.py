@@ -4,6 +4,7 @@ W_sn = W / sigma(W), sigma estimated by one power iteration per training forward
 persistent, non-trainable vector u (updated with ops.assign, only in training mode). u and v are
 held constant for the gradient, as in the paper and PyTorch. MindSpore has no built-in version.
 """
+import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
@@ -30,10 +31,11 @@ class SpectralNorm(nn.Cell):
         return self.layer.embedding_table if self.is_embedding else self.layer.weight
 
     def sigma_and_u(self):
-        """(sigma estimate, new u) after one power iteration."""
-        w = self.weight().reshape(self.weight().shape[0], -1)
+        """(sigma estimate, new u) after one power iteration, in float32 (also under mixed precision,
+        where the weight or u may arrive in float16 and the matmul wants equal dtypes)."""
+        w = self.weight().reshape(self.weight().shape[0], -1).astype(ms.float32)
         w_const = ops.stop_gradient(w)
-        v = _l2_normalize(ops.matmul(self.u, w_const))
+        v = _l2_normalize(ops.matmul(self.u.astype(ms.float32), w_const))
         u = _l2_normalize(ops.matmul(w_const, v))
         return ops.sum(u * ops.matmul(w, v)), u
 
@@ -44,6 +46,7 @@ class SpectralNorm(nn.Cell):
         weight = self.weight() / sigma
         if self.is_embedding:
             return ops.gather(weight, x, 0)
+        weight = weight.astype(x.dtype)  # mixed precision: the op runs in the input's dtype
         if self.is_conv:
             out = ops.conv2d(x, weight, stride=self.layer.stride, pad_mode=self.layer.pad_mode,
                              padding=self.layer.padding, dilation=self.layer.dilation, groups=self.layer.group)

@@ -3,7 +3,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
-from loops import augment
+from gan import augment
 
 RNG = np.random.default_rng(0)
 X = RNG.uniform(-1, 1, (4, 3, 8, 8)).astype(np.float32)
@@ -65,7 +65,8 @@ def test_translation_reaches_an_eighth_of_the_size_rounded():
 
 def test_d_step_applies_the_augmentation_draws(graph_mode):
     """Identity draws give exactly the un-augmented D loss; random draws change it."""
-    from loops.gan import build_models, make_gan_steps
+    from gan.models import build_models
+    from gan.steps import make_gan_steps
     from loops.optim import make_optimizer
     policies = augment.parse("color,translation,cutout")
     shape = (1, 8, 8)

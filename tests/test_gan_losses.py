@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from loops.gan import LOSSES, per_sample_grad_norm, softplus
+from gan.losses import LOSSES, softplus
+from gan.penalties import per_sample_grad_norm
 
 REAL = np.array([2.0, -1.0], np.float32)
 FAKE = np.array([0.5, -3.0], np.float32)

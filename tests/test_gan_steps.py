@@ -5,7 +5,8 @@ from mindspore import Tensor
 
 from loops.driver import Phase, run_iteration
 from loops.ema import EMA
-from loops.gan import build_models, make_gan_steps
+from gan.models import build_models
+from gan.steps import make_gan_steps
 from loops.optim import all_parameters, make_optimizer
 
 

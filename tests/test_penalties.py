@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn, ops
 
-from loops.gan import make_gan_steps
+from gan.steps import make_gan_steps
 from loops.optim import make_optimizer
 
 
@@ -172,8 +172,8 @@ def test_weight_clipping_keeps_every_critic_parameter_in_range(graph_mode):
 def test_lazy_r1_goes_through_diffaugment_and_scales_by_its_interval(graph_mode):
     """Lazy R1's step (every k) equals k times the in-step R1 term for the same augmentation draws;
     the augmentation changes it (so it is really applied)."""
-    from loops import augment
-    from loops.gan import make_lazy_r1_step
+    from gan import augment
+    from gan.steps import make_lazy_r1_step
     policies = ("color", "translation", "cutout")
     shape = (3, 8, 8)
     G, D = ConstantGenerator(shape), TanhCritic(3 * 64, 6)
@@ -222,8 +222,9 @@ def test_lazy_r1_is_its_own_phase_every_k_steps(tmp_path):
     assert float(arrays["d.opt.learning_rate_group_0"]) == pytest.approx(1e-3 * 4 / 5, rel=1e-6)
     assert float(arrays["g.opt.learning_rate_group_0"]) == pytest.approx(1e-3, rel=1e-6)
     import train_gan
+    from gan.trainer import lazy_r1_adjusted
     cfg = train_gan.parse_config(train_gan.GANConfig, ["--dataset", "ring8", "--r1", "1", "--r1-every", "4"], "")
-    lr, betas = train_gan.lazy_r1_adjusted(cfg)
+    lr, betas = lazy_r1_adjusted(cfg)
     assert lr == pytest.approx(8e-4) and betas == pytest.approx((0.5 ** 0.8, 0.999 ** 0.8))
     for k in (3, 10):
         assert finals[k].keys() == arrays.keys()
@@ -236,7 +237,7 @@ def test_penalised_d_step_is_the_same_in_graph_and_pynative_mode(graph_mode, arc
     """R1 and GP (both on) move every D weight identically in both modes, spectral norm's u included
     (PyNative once dropped the penalties' gradient for the DCGAN head and every spectral-norm layer)."""
     import mindspore as ms
-    from loops.gan import build_models
+    from gan.models import build_models
     shape = (2,) if arch == "mlp" else (1, 8, 8)
     rng = np.random.default_rng(0)
     batches = [(rng.normal(size=(8,) + shape).astype(np.float32), rng.normal(size=(8, 4)).astype(np.float32),

@@ -38,8 +38,8 @@ def test_skip_nonfinite_keeps_going_and_counts(tmp_path):
 
 
 def test_nonfinite_names_the_model():
-    assert "of D " in str(NonFinite("loss/d", 3, 3)) and "at step 3" in str(NonFinite("loss/d", 3, 3))
-    assert "of G " in str(NonFinite("loss/g", 1, 10)) and "steps 1-10" in str(NonFinite("loss/g", 1, 10))
+    assert "of model 'd' " in str(NonFinite("loss/d", 3, 3)) and "at step 3" in str(NonFinite("loss/d", 3, 3))
+    assert "of model 'g' " in str(NonFinite("loss/g", 1, 10)) and "steps 1-10" in str(NonFinite("loss/g", 1, 10))
 
 
 def test_sigterm_saves_a_checkpoint_and_resume_finishes(tmp_path):

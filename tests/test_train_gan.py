@@ -57,7 +57,7 @@ def test_multi_step_engine_is_bit_identical_to_single_steps(tmp_path, extra):
 
 
 @pytest.mark.parametrize("tiny, steps", [(TINY_TOY + ["--accumulate-d", 2, "--grad-noise-g", 0.01, "--amp", "O2"], 30),
-                                         (TINY_DIGITS + ["--diffaug", "color,translation,cutout"], 6)])
+                                         (TINY_DIGITS + ["--diffaug", "color,translation,cutout", "--amp", "O1"], 6)])
 def test_gan_resume_is_bit_identical(tmp_path, tiny, steps):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     args = [*tiny, "--steps-per-call", 10 if "ring8" in tiny else 1]
@@ -140,7 +140,6 @@ def test_toy_generate_png_and_npy(toy_run, tmp_path):
     (["--dataset", "digits", "--batch-size", "5000"], "fewer than --batch-size"),
     (["--loss", "wgan"], "needs a Lipschitz constraint"),
     (["--weight-clip", "-1"], "--weight-clip must be"),
-    (["--amp", "O1"], "--amp O1 does not work"),
 ])
 def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
     code, lines = cli_error(train_gan.main, ["--run-dir", tmp_path / "r", *args], capsys)

@@ -3,7 +3,8 @@ in the steps, spectral norm advances its power iteration, the compiled sampler u
 import numpy as np
 from mindspore import Tensor
 
-from loops.gan import build_models, make_gan_steps, make_sampler
+from gan.models import build_models, make_sampler
+from gan.steps import make_gan_steps
 from loops.optim import make_optimizer
 from models.spectral_norm import SpectralNorm
 

@@ -91,7 +91,8 @@ def draw(rng, policies, n, shape):
     return out
 
 
-def arity(policies, shape):
+def arity(policies, shape=(1, 8, 8)):
+    """How many host tensors one augmentation of `policies` takes (the same for every image shape)."""
     return len(draw(np.random.default_rng(0), policies, 1, shape))
 
 

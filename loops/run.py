@@ -1,0 +1,131 @@
+"""One run's lifecycle, the same for every entry script.
+
+    run = Run(cfg, convolutions=True)       # mode, device, seeds, msrun; run.rng: THE host RNG
+    source = ...                             # data errors here leave no run dir behind
+    run.open("train_gan", dataset, loss)     # run dir (checked, locked), checkpoint to resume from
+    state = all_state(learner, ...)          # every Parameter a checkpoint holds
+    meta = run.restore(state)                # before the first compiled call; {} on a fresh run
+    run.begin(state, meta=lambda: {...})     # config.json, TensorBoard + tqdm logger
+    code = run.train(phases, hooks=[...])    # driver loop; checkpoints, signals, non-finite stop
+    run.finish(metrics)                      # metrics.json (rank 0), digest line, close; lock released
+
+Only rank 0 writes files under --distributed. The run-dir lock (an flock on RUN_DIR/.lock) makes a
+second process on the same run dir, fresh or --resume, refuse with one `error:` line instead of
+interleaving its checkpoints with the first's; the lock goes with the process, so a killed run
+never leaves a stale one.
+"""
+import fcntl
+import os
+
+from loops import checkpoint, distributed, rundir, runtime
+from loops.config import UserError
+from loops.driver import train
+from loops.logging import RunLogger
+
+
+class Run:
+    def __init__(self, cfg, convolutions=False):
+        self.cfg = cfg
+        # first: with --distributed, the msrun scheduler process stops in here
+        self.rng, self.device = runtime.setup(cfg, convolutions=convolutions)
+        self.resume_from, self.start, self.logger, self.lock = None, 0, None, None
+        self.state, self.meta_fn = [], dict
+
+    def open(self, script, *name_parts):
+        """Resolve, check, create and lock the run dir (rank 0; the other ranks only find the
+        checkpoint to resume). Name parts go into the default run dir name."""
+        cfg = self.cfg
+        if distributed.is_main():
+            if not cfg.run_dir:
+                cfg.run_dir = rundir.default_run_dir(script, *name_parts, cfg.seed)
+            self.lock = lock_run_dir(cfg.run_dir, cfg.resume)
+        self.resume_from = distributed.prepare_run_dir(cfg, rundir.prepare, script, *name_parts)
+        return self
+
+    def restore(self, state):
+        """Load the checkpoint to resume from into `state` (refusing a changed config unless --force),
+        restore the host RNG; returns the checkpoint's meta ({} on a fresh run)."""
+        if not self.resume_from:
+            return {}
+        meta = checkpoint.load_into(self.resume_from, state,
+                                    check=lambda meta: rundir.check_resume_config(self.cfg, meta))
+        self.rng.bit_generator.state = meta["rng"]
+        self.start = meta["step"]
+        return meta
+
+    def begin(self, state, meta=dict):
+        """Record the resolved config and start the logger. `state`: the Parameters every checkpoint
+        saves; `meta()`: extra JSON for it (data position, shapes)."""
+        self.state, self.meta_fn = list(state), meta
+        cfg = self.cfg
+        if distributed.is_main():
+            rundir.write_config(cfg)
+        self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
+                                enabled=distributed.is_main())
+        return self.logger
+
+    def save(self, step):
+        if distributed.is_main():
+            meta = {"rng": self.rng.bit_generator.state, "config": self.cfg.to_dict(), **self.meta_fn()}
+            checkpoint.save(self.cfg.run_dir, step, self.state, meta, keep=self.cfg.keep_ckpts)
+
+    def train(self, phases, hooks=(), save=None, stop_on_nonfinite=True):
+        """The driver loop from the restored step to cfg.steps. `save(step)` (default: run.save)
+        wraps the checkpoint write, e.g. to refresh an EMA copy first. Returns the exit code."""
+        cfg = self.cfg
+        self.last = {}
+        if self.start >= cfg.steps:
+            return 0
+        self.last, code = train(phases, start_step=self.start, steps=cfg.steps, log_every=cfg.log_every,
+                                logger=self.logger, save=save or self.save, ckpt_every=cfg.ckpt_every, hooks=hooks,
+                                steps_per_call=getattr(cfg, "steps_per_call", 1), stop_on_nonfinite=stop_on_nonfinite)
+        return code
+
+    def write_metrics(self, metrics):
+        if distributed.is_main():
+            rundir.write_metrics(self.cfg.run_dir, metrics)
+
+    def finish(self, metrics=None):
+        """Final metrics.json (rank 0; None: leave it), one digest line per rank under --distributed."""
+        if metrics is not None:
+            self.write_metrics(metrics)
+        distributed.report(self.state)  # equal digests: bit-identical ranks
+        self.close()
+
+    def close(self):
+        if self.logger is not None:
+            self.logger.close()
+            self.logger = None
+        if self.lock is not None:
+            os.close(self.lock)  # releases the flock
+            self.lock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def lock_run_dir(run_dir, resume):
+    """An exclusive, non-blocking flock on RUN_DIR/.lock; UserError if another process holds it.
+    Creates the run dir only where a fresh run would (--resume of a missing dir fails later, cleanly)."""
+    if resume and not os.path.isdir(run_dir):
+        return None
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        return None  # rundir.prepare reports it
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        fd = os.open(os.path.join(run_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise UserError(f"--run-dir {run_dir} is not writable ({e.strerror})")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise UserError(f"{run_dir} is in use by another training process (pid {holder}); "
+                        "wait for it to finish or choose another --run-dir")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd

@@ -1,0 +1,162 @@
+"""The multi-model core (loops/): named step inputs, declared models and their flags, the run-dir
+lock, the README's three-model example, and the layout rules that keep loops/ model-agnostic."""
+import ast
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+
+from conftest import ROOT, checkpoint_arrays, run_script
+from loops.config import RunConfig, UserError, parse_config
+from loops.learner import model_flags, settings
+from loops.run import lock_run_dir
+from loops.step import StepInputs
+
+
+def test_step_inputs_pack_and_split_by_name(graph_mode):
+    layout = StepInputs(real=True, labels=False, aug=2, z=True)
+    a, b, c, d = (np.full(2, v, np.float32) for v in range(4))
+    flat = layout.pack(z=d, real=a, aug=(b, c))  # any keyword order: the layout fixes the order
+    assert [x[0] for x in flat] == [0, 1, 2, 3]
+
+    def body(*inputs):
+        real, labels, aug, z = layout.split(inputs)
+        assert labels is None
+        return real + 10 * aug[0] + 100 * aug[1] + 1000 * z
+    out = ms.jit(body)(*map(Tensor.from_numpy, flat)).asnumpy()
+    np.testing.assert_array_equal(out, [3210, 3210])
+    with pytest.raises(ValueError, match="'z' is missing"):
+        layout.pack(real=a, aug=(b, c))
+    with pytest.raises(ValueError, match="declared absent"):
+        layout.pack(real=a, aug=(b, c), z=d, labels=a)
+    with pytest.raises(ValueError, match="1 arrays, the layout wants 2"):
+        layout.pack(real=a, aug=(b,), z=d)
+    with pytest.raises(ValueError, match="unknown step input"):
+        layout.pack(real=a, aug=(b, c), z=d, alpha=a)
+
+
+def test_model_flags_fall_back_to_the_shared_ones():
+    Config = model_flags(RunConfig, {"actor": "the actor", "critic": "the critic"}, optimizer="adam", lr=3e-4)
+    cfg = parse_config(Config, ["--clip-norm", "1", "--clip-norm-critic", "5", "--lr-actor", "1e-3",
+                                "--accumulate-critic", "2", "--optimizer-critic", "sgd"], "")
+    actor, critic = settings(cfg, "actor"), settings(cfg, "critic")
+    assert (actor["clip_norm"], critic["clip_norm"]) == (1.0, 5.0)
+    assert (actor["lr"], critic["lr"]) == (1e-3, 3e-4)
+    assert (actor["accumulate"], critic["accumulate"]) == (1, 2)
+    assert (actor["optimizer"], critic["optimizer"]) == ("adam", "sgd")
+
+
+def test_shared_lr_reaches_every_model_and_a_missing_one_is_an_error():
+    import train_gan
+    from mindspore import nn
+    from loops.learner import Learner
+    cfg = parse_config(train_gan.GANConfig, ["--lr", "5e-4", "--lr-d", "1e-3"], "")
+    assert (cfg.lr_g, cfg.lr_d) == (5e-4, 1e-3)  # --lr beats the auto value, --lr-d beats --lr
+    assert parse_config(train_gan.GANConfig, [], "").lr_g == 2e-4  # neither given: the auto value
+    Config = model_flags(RunConfig, {"a": "A"})
+    with pytest.raises(UserError, match="no learning rate for a: pass --lr or --lr-a"):
+        Learner.from_config("a", nn.Dense(1, 1), parse_config(Config, [], ""))
+
+
+def test_every_gan_flag_spelling_of_before_still_parses():
+    import train_gan
+    old = ["--lr-g", "1e-3", "--lr-d", "1e-3", "--optimizer", "adam", "--optimizer-g", "adamw", "--optimizer-d", "sgd",
+           "--beta1", "0.4", "--beta2", "0.9", "--beta1-g", "0.3", "--beta1-d", "0.2", "--beta2-g", "0.8",
+           "--beta2-d", "0.7", "--weight-decay", "0.1", "--clip-norm-d", "1", "--clip-norm-g", "2",
+           "--clip-value-d", "3", "--clip-value-g", "4", "--grad-noise-d", "0.1", "--grad-noise-g", "0.2",
+           "--accumulate-d", "2", "--accumulate-g", "3", "--skip-nonfinite", "--loss-scale", "static"]
+    cfg = parse_config(train_gan.GANConfig, old + ["--dataset", "ring8"], "")
+    g, d = settings(cfg, "g"), settings(cfg, "d")
+    assert (g["optimizer"], d["optimizer"], g["beta1"], d["beta2"]) == ("adamw", "sgd", 0.3, 0.7)
+    assert (g["clip_norm"], d["clip_value"], g["grad_noise"], d["accumulate"]) == (2.0, 3.0, 0.2, 2)
+    assert g["skip_nonfinite"] and d["loss_scale"] == "static"
+
+
+def test_run_dir_lock_refuses_a_second_holder_until_released(tmp_path):
+    fd = lock_run_dir(str(tmp_path / "run"), resume=False)
+    with pytest.raises(UserError, match=rf"in use by another training process \(pid {os.getpid()}\)"):
+        lock_run_dir(str(tmp_path / "run"), resume=True)
+    os.close(fd)
+    os.close(lock_run_dir(str(tmp_path / "run"), resume=True))
+
+
+def test_second_process_on_a_training_run_dir_refuses_with_one_line(tmp_path):
+    """A fresh run and a --resume started on the run dir of a training process both refuse, and
+    leave its files alone; once it stops (SIGTERM: it saves), --resume works."""
+    run = tmp_path / "run"
+    env = dict(os.environ, GLOG_v="3")
+    env.pop("DNNL_MAX_CPU_ISA", None)
+    first = subprocess.Popen([sys.executable, "train_regression.py", "--run-dir", str(run), "--steps", "10000000",
+                              "--log-every", "10"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300
+        while not glob.glob(str(run / "events.out.tfevents.*")):  # it holds the lock and trains
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.2)
+        for extra in ([], ["--resume"]):
+            proc = run_script("train_regression.py", "--run-dir", run, "--steps", 5, *extra, check=False)
+            lines = [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("[WARNING")]
+            assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+            assert f"in use by another training process (pid {first.pid})" in lines[0]
+        assert not (run / "checkpoints").exists()  # nothing of the refused processes' was written
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=300)
+    assert first.returncode == 128 + signal.SIGTERM
+    [stopped] = list((run / "checkpoints").iterdir())  # the first run's own, saved at SIGTERM
+    step = int(stopped.name[len("step_"):-len(".ckpt")])
+    run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", step + 2)
+    assert (run / "checkpoints" / f"step_{step + 2:08d}.ckpt").exists()
+
+
+def readme_example():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    return [b for b in blocks if "three models that learn" in b.lower()]
+
+
+def test_readme_guide_is_the_example_file_and_it_trains_three_models(tmp_path):
+    source = open(os.path.join(ROOT, "examples", "distill.py"), encoding="utf-8").read()
+    assert readme_example() == [source]  # the README shows exactly the file the test runs
+    assert "from loops" in source and not re.search(r"^from (gan|models|data|metrics)[. ]|^import (gan|models|data|metrics)\b",
+                                                    source, flags=re.M)
+    run = tmp_path / "distill"
+    run_script("examples/distill.py", "--run-dir", run, "--steps", 400, "--lr-student", 0.02, "--no-progress")
+    m = json.loads((run / "metrics.json").read_text())
+    # sin(3x) on [-1, 1] has mean square 0.52: each model learned it, through the chain of teachers
+    assert m["mse_teacher"] < 0.05 and m["mse_assistant"] < 0.15 and m["mse_student"] < 0.25, m
+    names = checkpoint_arrays(run / "checkpoints" / "step_00000400.ckpt")
+    assert {n.split(".")[0] for n in names} == {"teacher", "assistant", "student"}
+    assert json.loads((run / "config.json").read_text())["lr_student"] == 0.02
+    tags = set(__import__("conftest").scalar_tags(run).Tags()["scalars"])
+    assert {"loss/teacher", "loss/assistant", "loss/student", "grad_norm/student"} <= tags
+
+
+def test_core_knows_no_gan_and_models_import_no_core():
+    words = re.compile(r"\b(gan|gans|generator|discriminator|critic|actor|dcgan|pacgan|r1)\b", re.I)
+    for path in glob.glob(os.path.join(ROOT, "loops", "*.py")):
+        text = open(path, encoding="utf-8").read()
+        hits = [line for line in text.splitlines() if words.search(line) and "Generator" not in line]
+        assert not hits, (path, hits[:3])
+    for path in glob.glob(os.path.join(ROOT, "models", "*.py")) + glob.glob(os.path.join(ROOT, "metrics", "__init__.py")):
+        assert not re.search(r"^\s*(import loops|from loops)", open(path).read(), flags=re.M), path
+
+
+@pytest.mark.parametrize("script, max_lines", [("train_gan.py", 250), ("train_regression.py", 100)])
+def test_entry_scripts_stay_short_compositions(script, max_lines):
+    text = open(os.path.join(ROOT, script), encoding="utf-8").read()
+    assert len(text.splitlines()) < max_lines
+    for path in (script, "gan/trainer.py", "loops/run.py", "loops/learner.py"):
+        tree = ast.parse(open(os.path.join(ROOT, path), encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                assert node.end_lineno - node.lineno < 60, (path, node.name)
