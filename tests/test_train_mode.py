@@ -3,18 +3,18 @@ in the steps, spectral norm advances its power iteration, the compiled sampler u
 import numpy as np
 from mindspore import Tensor
 
-from gan.models import build_models, make_sampler
-from gan.steps import make_gan_steps
-from loops.optim import make_optimizer
+from gan.models import make_nets, make_sampler
+from gan.steps import gan_forwards
+from loops.learner import Learner, declare
 from models.spectral_norm import SpectralNorm
 
 
 def digits_gan(spectral_norm, num_classes=0, lr=2e-4):
-    G, D, E = build_models("dcgan", 8, (1, 8, 8), 8, num_classes=num_classes, spectral_norm=spectral_norm)
-    opt_g = make_optimizer("adam", G.trainable_params(), lr, "g.", (0.5, 0.999))
-    opt_d = make_optimizer("adam", D.trainable_params(), lr, "d.", (0.5, 0.999))
-    d_step, g_step = make_gan_steps(G, D, "hinge", opt_g, opt_d, conditional=num_classes > 0)
-    return G, D, E, d_step, g_step
+    """G and D declared as train_gan declares them (Learners), G_ema as its EMA copy."""
+    G, D, E = make_nets("dcgan", 8, (1, 8, 8), 8, num_classes=num_classes, spectral_norm=spectral_norm)
+    g, d = Learner("g", G, lr=lr, betas=(0.5, 0.999)), Learner("d", D, lr=lr, betas=(0.5, 0.999))
+    d_forward, g_forward, _, _ = gan_forwards(g.net, d.net, "hinge", conditional=num_classes > 0)
+    return g.net, d.net, declare("g_ema", E), d.step(d_forward, has_aux=True), g.step(g_forward)
 
 
 def train(d_step, g_step, steps, labels=False, seed=0):
