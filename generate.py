@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from loops.config import UserError, run_cli
+from loops.files import atomic_write
 
 CHUNK = 500  # one compiled shape for every call; the last chunk is padded
 
@@ -73,18 +74,22 @@ def main(argv):
 
     try:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        if args.out.lower().endswith(".npy"):
-            np.save(args.out, out)
-        else:
-            from gan.pictures import image_grid, save_png, scatter_plot
-            if gen.kind == "toy":
-                from data import SOURCES
-                source = SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config))
-                save_png(args.out, scatter_plot(out, source.centers))
-            else:
-                save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
     except OSError as e:
         raise UserError(f"cannot write --out {args.out}: {e.strerror or e}")
+    # written atomically: a full disk leaves no partial file (WriteFailure, exit status 4)
+    if args.out.lower().endswith(".npy"):
+        def write(tmp):
+            with open(tmp, "wb") as f:
+                np.save(f, out)
+        atomic_write(args.out, write, "--out", out.nbytes)
+    else:
+        from gan.pictures import image_grid, save_png, scatter_plot
+        if gen.kind == "toy":
+            from data import SOURCES
+            source = SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config))
+            save_png(args.out, scatter_plot(out, source.centers))
+        else:
+            save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
     print(f"wrote {args.out}: {out.shape[0]} samples from {gen.path}")
     return 0
 

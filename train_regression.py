@@ -73,7 +73,7 @@ def main(argv):
                    "mse_vs_true_line": float(np.mean((w * grid + b - (2.0 * grid + 3.0)) ** 2)),
                    "skipped_updates": model.skipped(), "device": run.device}
         if code == 0 and distributed.is_main():
-            run.logger.writer.add_text("metrics", json.dumps(metrics), cfg.steps)
+            run.logger.text("metrics", cfg.steps, json.dumps(metrics))
         run.finish(metrics if code == 0 else None)
     print(f"w={w:.4f} b={b:.4f} (true 2, 3) run dir: {cfg.run_dir}")
     return code

@@ -3,6 +3,8 @@ Both return HWC uint8 arrays (TensorBoard's add_image takes them) and save as PN
 import numpy as np
 from PIL import Image
 
+from loops.files import atomic_write
+
 
 def image_grid(images, columns=8, upscale=0):
     """(N, C, H, W) in [-1, 1] -> one HWC uint8 grid, 2-pixel gaps; small images are upscaled."""
@@ -39,4 +41,6 @@ def scatter_plot(samples, centers, extent=5.0, size=320):
 
 
 def save_png(path, hwc_uint8):
-    Image.fromarray(hwc_uint8).save(path)
+    """Write atomically (temp + rename); WriteFailure (loops/files.py) if it cannot be written."""
+    picture = Image.fromarray(hwc_uint8)
+    atomic_write(path, lambda tmp: picture.save(tmp, format="PNG"), "picture", hwc_uint8.nbytes)

@@ -7,6 +7,7 @@ layout (gan/steps.py), so resume and the multi-step engine stay bit-identical. H
 metrics, checkpoints) run between calls, on the host.
 """
 import os
+import sys
 
 import numpy as np
 from mindspore import Tensor
@@ -17,6 +18,7 @@ from gan.models import make_nets, make_sampler
 from gan.pictures import image_grid, save_png, scatter_plot
 from gan.steps import gan_forwards, lazy_r1_forward, weight_clipper
 from loops import distributed
+from loops.config import WriteFailure
 from loops.driver import Hook, Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare, settings
@@ -157,7 +159,10 @@ class GANTrainer:
         else:
             picture = image_grid(self.sample(self.fixed_z, *self.fixed_y).asnumpy())
         self.run.logger.image("samples", step, picture)
-        save_png(os.path.join(self.cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
+        try:
+            save_png(os.path.join(self.cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
+        except WriteFailure as e:  # a picture is not worth a run that can still save its state
+            print(f"warning: {e}; training goes on", file=sys.stderr, flush=True)
 
     def eval_hook(self, step):
         self.refresh_ema()
@@ -170,14 +175,17 @@ class GANTrainer:
         logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if not isinstance(v, list)})
         self.results.update(metrics, step=step)
         self.results.update({k.replace("/", "_"): v for k, v in logger.latest.items() if not k.startswith("metrics/")})
-        self.run.write_metrics(self.results)
+        try:
+            self.run.write_metrics(self.results)
+        except WriteFailure as e:  # rewritten at the next evaluation and at the end (where it must succeed)
+            print(f"warning: {e}; training goes on", file=sys.stderr, flush=True)
 
     def skip_hook(self, step):  # updates vetoed by --skip-nonfinite / loss-scale overflows (one sync per log)
         self.run.logger.scalars(step, {"skipped/d": self.d.skipped(), "skipped/g": self.g.skipped()})
 
-    def save(self, step):
+    def save(self, step, final=True):
         self.refresh_ema()  # --ema 0: the checkpoint's g_ema is this step's G, not the last sampled one
-        self.run.save(step)
+        self.run.save(step, final)
 
     def checkpoint_meta(self):
         source = self.source

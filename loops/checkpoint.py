@@ -8,14 +8,18 @@ before the CRC was added still load. Written atomically: to a temp file, fsync, 
 `checkpoints/step_XXXXXXXX.ckpt` half-written. Loading must happen BEFORE the first call of any
 compiled step: the compiled graph ignores data loaded into its Parameters afterwards.
 """
+import contextlib
 import glob
 import json
+import logging
 import os
 import re
+import sys
 
 import mindspore as ms
 
 from loops.config import UserError
+from loops.files import failure, remove_quietly
 
 PATTERN = re.compile(r"step_(\d{8})\.ckpt$")
 
@@ -35,44 +39,94 @@ def latest(run_dir):
     return paths[-1] if paths else None
 
 
+@contextlib.contextmanager
+def quiet_mindspore_log():
+    """MindSpore's Python logger (named ME.mindspore.log.<pid>) switched off for a moment."""
+    log = logging.getLogger(f"ME.mindspore.log.{os.getpid()}")
+    disabled, log.disabled = log.disabled, True
+    try:
+        yield
+    finally:
+        log.disabled = disabled
+
+
+def estimated_size(params, meta=None):
+    """About how many bytes a checkpoint of `params` and `meta` takes: the tensors, the meta JSON,
+    and an allowance for names and protobuf framing (measured: ~155 bytes per parameter)."""
+    return sum(p.nbytes for p in params) + 256 * len(params) + len(json.dumps(meta or {})) + 4096
+
+
 def save(run_dir, step, params, meta, keep=0):
-    """Write params (a list of Parameters with unique names) and meta (a JSON-able dict)."""
+    """Write params (a list of Parameters with unique names) and meta (a JSON-able dict).
+    On a write error (full disk, I/O error, run dir gone) the partial files are removed, earlier
+    checkpoints are left as they are, and WriteFailure says what and how much space is free."""
     names = [p.name for p in params]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise RuntimeError(f"duplicate parameter names in checkpoint: {dup[:5]}")
     final = path_for(run_dir, step)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
     tmp = final[:-len(".ckpt")] + f".tmp{os.getpid()}.ckpt"  # MindSpore appends .ckpt if missing
     meta = dict(meta, step=step)
-    ms.save_checkpoint([{"name": p.name, "data": p} for p in params], tmp,
-                       append_dict={"meta_json": json.dumps(meta)}, crc_check=True)
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, final)
-    dir_fd = os.open(os.path.dirname(final), os.O_RDONLY)
     try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        with quiet_mindspore_log():  # its CRITICAL line would duplicate our one-line report
+            ms.save_checkpoint([{"name": p.name, "data": p} for p in params], tmp,
+                               append_dict={"meta_json": json.dumps(meta)}, crc_check=True)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+        dir_fd = os.open(os.path.dirname(final), os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
+        # MindSpore writes <tmp minus .ckpt>.tmp first, then renames it to tmp: remove whichever exists
+        remove_quietly(tmp, tmp[:-len(".ckpt")] + ".tmp")
+        raise failure("checkpoint", final, e, estimated_size(params)) from e
     if keep > 0:
         for old in list_checkpoints(run_dir)[:-keep]:
-            os.remove(old)
+            remove_quietly(old)
     return final
 
 
+def has_checksum(path):
+    """Whether the file ends with MindSpore's CRC record (b"crc_num" + 10 bytes), which
+    save_checkpoint(crc_check=True) appends; files written before checksums were added have none."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 17))
+            return f.read(7) == b"crc_num"
+    except OSError:
+        return False
+
+
+class CorruptCheckpoint(UserError):
+    """A checkpoint whose checksum or format does not match its contents."""
+
+
+_UNVERIFIED_NOTED = set()
+
+
 def read(path):
-    """(params dict, meta dict) of a checkpoint file; UserError if it is unreadable."""
+    """(params dict, meta dict) of a checkpoint file; CorruptCheckpoint (a UserError) if it is
+    damaged or not one of ours. A file without a checksum (older code) loads unverified, with a
+    one-line note on stderr (once per file and process)."""
     if not os.path.isfile(path):
         raise UserError(f"checkpoint {path} does not exist")
     try:
-        data = ms.load_checkpoint(path, crc_check=True)
+        with quiet_mindspore_log():  # its own ERROR line would duplicate ours
+            data = ms.load_checkpoint(path, crc_check=True)
         meta = json.loads(data.pop("meta_json"))
     except (ValueError, KeyError, TypeError, RuntimeError, json.JSONDecodeError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         if reason.startswith("Failed to read the checkpoint file"):  # MindSpore's words for a CRC or parse failure
             reason = "its checksum or format does not match its contents"
-        raise UserError(f"checkpoint {path} is corrupt or not one of ours ({reason[:120]})")
+        raise CorruptCheckpoint(f"checkpoint {path} is corrupt or not one of ours ({reason[:120]})")
+    if not has_checksum(path) and path not in _UNVERIFIED_NOTED:  # it parsed, but nothing vouches for it
+        _UNVERIFIED_NOTED.add(path)
+        print(f"note: checkpoint {path} carries no checksum (written before checksums were added): "
+              "loaded unverified", file=sys.stderr)
     return data, meta
 
 

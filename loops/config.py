@@ -23,6 +23,14 @@ class RunFailure(Exception):
     """Training cannot go on (e.g. a loss became NaN): one `error: ...` line, exit status 3."""
 
 
+class WriteFailure(Exception):
+    """A file of the run could not be written (a full disk, an I/O error, the run dir removed or made
+    read-only): one `error: ...` line, exit status 4. Earlier files are left intact."""
+
+
+EXIT_STATUS = {UserError: 2, RunFailure: 3, WriteFailure: 4}
+
+
 def opt(default, help, choices=None):
     """A config field with its help text (and, for strings, the valid choices)."""
     return field(default=default, metadata={"help": help, "choices": choices})
@@ -179,13 +187,14 @@ def default_run_dir(script, dataset, loss, seed):
 
 
 def run_cli(main, argv=None):
-    """Run `main(argv)`; turn UserError into `error: ...` + exit 2 (traceback only with --debug)."""
+    """Run `main(argv)`; turn UserError / RunFailure / WriteFailure into `error: ...` and exit status
+    2 / 3 / 4 (the traceback only with --debug)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         code = main(argv)
-    except (UserError, RunFailure) as e:
+    except tuple(EXIT_STATUS) as e:
         if "--debug" in argv:
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(2 if isinstance(e, UserError) else 3)
+        sys.exit(next(code for cls, code in EXIT_STATUS.items() if isinstance(e, cls)))
     sys.exit(code or 0)

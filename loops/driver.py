@@ -211,7 +211,8 @@ def crossed(prev, done, every):
 
 def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=(), steps_per_call=1,
           stop_on_nonfinite=True):
-    """Run iterations start_step..steps-1. `save(step)` writes a checkpoint after `step` iterations.
+    """Run iterations start_step..steps-1. `save(step, final)` writes a checkpoint after `step`
+    iterations: final=False at the --ckpt-every intervals, True at the end or on a signal.
 
     Returns (last logged scalars, exit code): 0 when all steps ran, 128+signal when stopped early.
     With stop_on_nonfinite, a NaN/Inf loss raises NonFinite before anything else is written.
@@ -241,9 +242,9 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
                 if crossed(prev, step, hook.every):
                     hook.run(step)
             if stop.signum is not None:
-                save(step)
+                save(step, final=True)
                 return last, 128 + stop.signum
             if crossed(prev, step, ckpt_every) and step != steps:
-                save(step)
-    save(steps)
+                save(step, final=False)
+    save(steps, final=True)
     return last, 0

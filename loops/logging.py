@@ -1,14 +1,60 @@
-"""TensorBoard (tensorboardX) and tqdm: what a run shows while it trains.
+"""TensorBoard (tensorboardX's event format) and tqdm: what a run shows while it trains.
 
 Tags are namespaced (`loss/d`, `grad_norm/g`, `perf/steps_per_s`). Values arrive as Tensors and
 are synced to the host here, only at the log interval.
+
+Events are written synchronously, in this thread, with tensorboardX's EventsWriter (not its
+SummaryWriter, whose background thread dies on a write error and then blocks training once its
+queue fills). A failed event write (full disk, I/O error) is reported once in one line and turns
+event logging off; it never stops a run that can still save its state.
 """
 import json
+import os
 import sys
+import time
 
 import numpy as np
-from tensorboardX import SummaryWriter
+from tensorboardX.event_file_writer import EventsWriter
+from tensorboardX.proto import event_pb2
+from tensorboardX.summary import image, scalar, text
 from tqdm import tqdm
+
+
+class EventLog:
+    """An events.out.tfevents.* file in `logdir`; `add(summary, step)`, `flush()`, `close()`.
+    After the first OSError it warns once and ignores every later write."""
+
+    def __init__(self, logdir, flush_secs=30):
+        self.flush_secs, self.last_flush, self.broken, self.writer = flush_secs, time.monotonic(), False, None
+        self.guard(lambda: setattr(self, "writer", EventsWriter(os.path.join(logdir, "events"))))
+
+    def guard(self, write):
+        if self.broken:
+            return
+        try:
+            write()
+        except OSError as e:
+            self.broken = True
+            print(f"warning: TensorBoard events stopped: could not write to the run dir "
+                  f"({e.strerror or e}); training goes on", file=sys.stderr, flush=True)
+
+    def add(self, summary, step):
+        if self.writer is None:
+            return
+        self.guard(lambda: self.writer.write_event(event_pb2.Event(summary=summary, step=int(step),
+                                                                   wall_time=time.time())))
+        if time.monotonic() - self.last_flush > self.flush_secs:
+            self.flush()
+
+    def flush(self):
+        self.last_flush = time.monotonic()
+        if self.writer is not None:
+            self.guard(self.writer.flush)
+
+    def close(self):
+        if self.writer is not None:
+            self.guard(self.writer.close)
+            self.writer = None
 
 
 def to_float(value):
@@ -28,9 +74,9 @@ class RunLogger:
     def __init__(self, run_dir, config, total_steps, start_step, progress=True, enabled=True):
         self.enabled = enabled
         self.latest = {}  # tag -> last logged float
-        self.writer = SummaryWriter(run_dir, flush_secs=30) if enabled else None
+        self.writer = EventLog(run_dir) if enabled else None
         if enabled and start_step == 0:
-            self.writer.add_text("config", config_table(config), 0)
+            self.text("config", 0, config_table(config))
         show = progress and enabled and sys.stderr.isatty()
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not show, dynamic_ncols=True,
                         unit="step")
@@ -41,7 +87,8 @@ class RunLogger:
         self.latest.update(floats)
         if self.enabled:
             for tag, value in floats.items():
-                self.writer.add_scalar(tag, value, step)
+                self.writer.add(scalar(tag, value), step)
+            self.writer.flush()  # once per log interval: a reader sees every logged step
         short = {k.replace("loss/", "").replace("perf/", ""): f"{v:.4g}" for k, v in floats.items()
                  if k.startswith("loss/") or k == "perf/steps_per_s"}
         self.bar.set_postfix(short, refresh=False)
@@ -49,7 +96,11 @@ class RunLogger:
 
     def image(self, tag, step, hwc_uint8):
         if self.enabled:
-            self.writer.add_image(tag, np.ascontiguousarray(hwc_uint8), step, dataformats="HWC")
+            self.writer.add(image(tag, np.ascontiguousarray(hwc_uint8), dataformats="HWC"), step)
+
+    def text(self, tag, step, markdown):
+        if self.enabled:
+            self.writer.add(text(tag, markdown), step)
 
     def advance(self, n=1):
         self.bar.update(n)

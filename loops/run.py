@@ -16,9 +16,11 @@ never leaves a stale one.
 """
 import fcntl
 import os
+import sys
 
 from loops import checkpoint, distributed, rundir, runtime
-from loops.config import UserError
+from loops.config import UserError, WriteFailure
+from loops.files import free_bytes, human
 from loops.driver import train
 from loops.logging import RunLogger
 
@@ -29,6 +31,7 @@ class Run:
         # first: with --distributed, the msrun scheduler process stops in here
         self.rng, self.device = runtime.setup(cfg, convolutions=convolutions)
         self.resume_from, self.start, self.logger, self.lock = None, 0, None, None
+        self.failed_saves = 0  # consecutive checkpoint writes that failed
         self.state, self.meta_fn = [], dict
 
     def open(self, script, *name_parts):
@@ -44,30 +47,66 @@ class Run:
 
     def restore(self, state):
         """Load the checkpoint to resume from into `state` (refusing a changed config unless --force),
-        restore the host RNG; returns the checkpoint's meta ({} on a fresh run)."""
+        restore the host RNG; returns the checkpoint's meta ({} on a fresh run). A corrupt latest
+        checkpoint is reported in one line and the newest intact one is used instead (none: exit 2)."""
         if not self.resume_from:
             return {}
-        meta = checkpoint.load_into(self.resume_from, state,
-                                    check=lambda meta: rundir.check_resume_config(self.cfg, meta))
+        candidates = checkpoint.list_checkpoints(self.cfg.run_dir)[::-1] or [self.resume_from]
+        for i, path in enumerate(candidates):
+            try:
+                meta = checkpoint.load_into(path, state,
+                                            check=lambda meta: rundir.check_resume_config(self.cfg, meta))
+                break
+            except checkpoint.CorruptCheckpoint as e:
+                more = "trying the one before" if i + 1 < len(candidates) else "no intact checkpoint left"
+                print(f"warning: {e}; {more}", file=sys.stderr, flush=True)
+        else:
+            raise UserError(f"--resume: no intact checkpoint in {os.path.join(self.cfg.run_dir, 'checkpoints')}")
+        if path != candidates[0]:
+            print(f"warning: resuming from {path} (step {meta['step']}), the newest intact checkpoint",
+                  file=sys.stderr, flush=True)
+        self.resume_from = path
         self.rng.bit_generator.state = meta["rng"]
         self.start = meta["step"]
         return meta
 
     def begin(self, state, meta=dict):
-        """Record the resolved config and start the logger. `state`: the Parameters every checkpoint
-        saves; `meta()`: extra JSON for it (data position, shapes)."""
+        """Check that one checkpoint fits on the run dir's disk, record the resolved config, start the
+        logger. `state`: the Parameters every checkpoint saves; `meta()`: extra JSON for it."""
         self.state, self.meta_fn = list(state), meta
         cfg = self.cfg
         if distributed.is_main():
+            example = {"rng": self.rng.bit_generator.state, "config": cfg.to_dict(), **meta()}
+            need, free = checkpoint.estimated_size(self.state, example), free_bytes(cfg.run_dir)
+            if free is not None and free < need:
+                raise WriteFailure(f"{cfg.run_dir}: {human(free)} free on its file system, one checkpoint needs "
+                                   f"about {human(need)}; free some space or choose another --run-dir")
             rundir.write_config(cfg)
         self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
                                 enabled=distributed.is_main())
         return self.logger
 
-    def save(self, step):
-        if distributed.is_main():
-            meta = {"rng": self.rng.bit_generator.state, "config": self.cfg.to_dict(), **self.meta_fn()}
-            checkpoint.save(self.cfg.run_dir, step, self.state, meta, keep=self.cfg.keep_ckpts)
+    def save(self, step, final=True):
+        """A checkpoint at `step`. A failed write (full disk, I/O error) is reported in one line and
+        retried at the next interval; the run stops (WriteFailure, exit 4) when the state could not
+        be saved twice in a row, or at the end (final) after one more immediate attempt."""
+        if not distributed.is_main():
+            return
+        meta = {"rng": self.rng.bit_generator.state, "config": self.cfg.to_dict(), **self.meta_fn()}
+        attempts = 2 if final and self.failed_saves == 0 else 1
+        for attempt in range(attempts):
+            try:
+                checkpoint.save(self.cfg.run_dir, step, self.state, meta, keep=self.cfg.keep_ckpts)
+                self.failed_saves = 0
+                return
+            except WriteFailure as e:
+                self.failed_saves += 1
+                if self.failed_saves >= 2:
+                    latest = checkpoint.latest(self.cfg.run_dir)
+                    raise WriteFailure(f"{e}; the state could not be saved twice in a row, stopped "
+                                       f"(latest intact checkpoint: {latest or 'none'})") from e
+                print(f"warning: {e}; {'trying once more' if final else 'retrying at the next checkpoint'}",
+                      file=sys.stderr, flush=True)
 
     def train(self, phases, hooks=(), save=None, stop_on_nonfinite=True):
         """The driver loop from the restored step to cfg.steps. `save(step)` (default: run.save)
@@ -82,6 +121,7 @@ class Run:
         return code
 
     def write_metrics(self, metrics):
+        """metrics.json (rank 0). WriteFailure if it cannot be written."""
         if distributed.is_main():
             rundir.write_metrics(self.cfg.run_dir, metrics)
 

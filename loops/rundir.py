@@ -8,16 +8,18 @@ import json
 import os
 
 from loops import checkpoint
+from loops.files import atomic_write
 from loops.config import UserError, default_run_dir
 
 
 def write_json(path, obj):
-    """Atomic JSON write (temp + rename): a reader never sees half a file."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Atomic JSON write (temp + rename): a reader never sees half a file; WriteFailure on OSError."""
+    text = json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+    atomic_write(path, write, os.path.basename(path), len(text))
 
 
 def prepare(cfg, script, dataset, loss):
@@ -28,7 +30,7 @@ def prepare(cfg, script, dataset, loss):
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise UserError(f"--run-dir {run_dir} exists and is not a directory")
     resume_from = None
-    for stale in glob.glob(os.path.join(run_dir, "checkpoints", "*.tmp*.ckpt")):
+    for stale in glob.glob(os.path.join(run_dir, "checkpoints", "*.tmp*")):
         os.remove(stale)  # a save killed half-way: never renamed, never loadable, safe to drop
     if cfg.resume:
         resume_from = checkpoint.latest(run_dir)

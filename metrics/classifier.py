@@ -83,15 +83,24 @@ def load_or_train(images, labels, num_classes, log=print):
     net = Classifier(images.shape[1:], num_classes)
     net.update_parameters_name("clf.")
     if os.path.isfile(path):
-        meta = checkpoint.load_into(path, net.get_parameters())
-        return net, meta["accuracy"]
+        try:
+            meta = checkpoint.load_into(path, net.get_parameters())
+            return net, meta["accuracy"]
+        except checkpoint.CorruptCheckpoint as e:  # a damaged cache is rebuilt, never trusted
+            log(f"warning: {e}; training it again")
     log(f"training the metrics classifier for this dataset (once; cached in {cache_dir()})")
     trained, accuracy = train(images, labels, num_classes)
-    os.makedirs(cache_dir(), exist_ok=True)
     tmp = path[:-5] + f".tmp{os.getpid()}.ckpt"
-    ms.save_checkpoint(list(trained.get_parameters()), tmp,
-                       append_dict={"meta_json": json.dumps({"accuracy": accuracy, "key": key})})
-    os.replace(tmp, path)
+    try:  # the cache is an optimisation: a full disk costs a retraining next time, not this run
+        os.makedirs(cache_dir(), exist_ok=True)
+        ms.save_checkpoint(list(trained.get_parameters()), tmp, crc_check=True,
+                           append_dict={"meta_json": json.dumps({"accuracy": accuracy, "key": key})})
+        os.replace(tmp, path)
+    except OSError as e:
+        for leftover in (tmp, tmp[:-5] + ".tmp"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        log(f"warning: could not cache the metrics classifier in {cache_dir()} ({e.strerror or e})")
     return trained, accuracy
 
 

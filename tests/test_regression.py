@@ -86,8 +86,9 @@ def test_corrupt_checkpoint_is_refused_and_left_alone(tmp_path, damage):
     before = sorted(os.listdir(run)), (run / "config.json").read_text()
     proc = run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", 20, check=False)
     assert proc.returncode == 2
-    lines = error_lines(proc)
-    assert len(lines) == 1 and "is corrupt" in lines[0] and "step_00000010.ckpt" in lines[0], proc.stderr
+    lines = error_lines(proc)  # the corrupt file named, then: nothing intact to fall back to
+    assert len(lines) == 2 and "is corrupt" in lines[0] and "step_00000010.ckpt" in lines[0], proc.stderr
+    assert lines[1].startswith("error: --resume: no intact checkpoint")
     assert ckpt.read_bytes() == bad
     assert (sorted(os.listdir(run)), (run / "config.json").read_text()) == before
 
