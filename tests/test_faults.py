@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import train_regression
-from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script
+from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_script
 from loops import checkpoint
 from loops.config import run_cli
 

@@ -1,0 +1,202 @@
+"""PPO (Schulman et al. 2017) with a separate actor and critic, each a Learner with its own optimizer,
+gradient transform and flags (--lr-actor, --clip-norm-critic, ...).
+
+One driver iteration is one PPO update: the actor phase's first draw collects a rollout of
+--num-steps x --num-envs environment steps with the current policy (actions sampled on the device
+from host-drawn noise, so the host RNG alone decides them), computes GAE advantages and returns,
+and shuffles the minibatches of --update-epochs epochs; the actor phase then runs one clipped
+surrogate step per minibatch, and the critic phase one value-regression step per minibatch (the
+actor's loss does not depend on the critic's weights nor the reverse, so the two phases commute).
+"""
+import math
+import time
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
+from mindspore.common.initializer import Orthogonal
+
+from loops.driver import Phase
+from loops.learner import Learner
+from loops.schedules import lr_at
+from loops.step import maybe_jit
+from rl.envs import action_spec, finished_episodes, make_envs
+from rl.storage import Rollout, gae
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def mlp(inputs, outputs, hidden, last_gain):
+    """Two tanh layers of `hidden` units, orthogonal initialisation (gain sqrt 2, last layer `last_gain`),
+    as CleanRL's PPO."""
+    def dense(i, o, gain):
+        return nn.Dense(i, o, weight_init=Orthogonal(gain), bias_init="zeros")
+    return nn.SequentialCell(dense(inputs, hidden, math.sqrt(2)), nn.Tanh(), dense(hidden, hidden, math.sqrt(2)),
+                             nn.Tanh(), dense(hidden, outputs, last_gain))
+
+
+class Actor(nn.Cell):
+    """Discrete: logits. Continuous: the Gaussian's mean, with a state-independent log std."""
+
+    def __init__(self, obs_dim, n, hidden, discrete):
+        super().__init__()
+        self.net, self.discrete = mlp(obs_dim, n, hidden, 0.01), discrete
+        self.log_std = Parameter(Tensor(np.zeros(n, np.float32)), name="log_std", requires_grad=not discrete)
+
+    def construct(self, obs):
+        return self.net(obs)
+
+
+def log_prob_and_entropy(out, log_std, actions, discrete):
+    """log pi(a | s) per sample and the policy's entropy per sample."""
+    if discrete:
+        logp_all = ops.log_softmax(out, -1)
+        logp = ops.gather_elements(logp_all, 1, actions.reshape(-1, 1).astype(ms.int32)).reshape(-1)
+        return logp, -ops.sum(ops.exp(logp_all) * logp_all, -1)
+    z = (actions - out) / ops.exp(log_std)
+    logp = ops.sum(-0.5 * z * z - log_std - LOG_SQRT_2PI, -1)
+    return logp, ops.sum(log_std + 0.5 + LOG_SQRT_2PI, -1).broadcast_to(logp.shape)
+
+
+class PPO:
+    def __init__(self, cfg, run):
+        self.cfg, self.run, self.rng = cfg, run, run.rng
+        self.envs, self.obs = make_envs(cfg.env, cfg.num_envs, cfg.seed)
+        self.discrete, n, self.bounds = action_spec(self.envs)
+        obs_dim = self.obs.shape[1]
+        self.actor = Learner.from_config("actor", Actor(obs_dim, n, cfg.hidden, self.discrete), cfg)
+        self.critic = Learner.from_config("critic", mlp(obs_dim, 1, cfg.hidden, 1.0), cfg)
+        self.policy = maybe_jit(self.make_policy())
+        self.actor_step = self.actor.step(self.actor_loss_fn(), has_aux=True, takes_lr=True)
+        self.critic_step = self.critic.step(self.critic_loss_fn(), takes_lr=True)
+        shape, dtype = ((), np.int32) if self.discrete else ((n,), np.float32)
+        self.buffer = Rollout(cfg.num_steps, cfg.num_envs, obs_dim, shape, dtype)
+        self.noise_shape = (cfg.num_envs, n)
+        self.batches, self.cursor = [], {"actor": 0, "critic": 0}
+        self.episodes, self.env_steps, self.tick = [], 0, time.perf_counter()
+
+    def make_policy(self):
+        """(obs, noise) -> (action, log pi(action), V(obs)). Discrete: Gumbel-max on host Gumbel noise;
+        continuous: mean + std * host normal noise."""
+        actor, critic, discrete = self.actor.net, self.critic.net, self.discrete
+
+        def policy(obs, noise):
+            out = actor(obs)
+            if discrete:
+                action = ops.argmax(out + noise, -1).astype(ms.int32)
+            else:
+                action = out + ops.exp(actor.log_std) * noise
+            logp, _ = log_prob_and_entropy(out, actor.log_std, action, discrete)
+            return action, logp, critic(obs).reshape(-1)
+        return policy
+
+    def actor_loss_fn(self):
+        """Clipped surrogate: -E[min(r A, clip(r, 1 - eps, 1 + eps) A)] - ent_coef * entropy."""
+        actor, discrete, eps, ent_coef = self.actor.net, self.discrete, self.cfg.clip_coef, self.cfg.ent_coef
+
+        def loss(obs, actions, old_logp, advantages):
+            logp, entropy = log_prob_and_entropy(actor(obs), actor.log_std, actions, discrete)
+            log_ratio = logp - old_logp
+            ratio = ops.exp(log_ratio)
+            surrogate = ops.minimum(ratio * advantages, ops.clamp(ratio, 1 - eps, 1 + eps) * advantages)
+            approx_kl = ops.mean((ratio - 1) - log_ratio)  # k3 estimator of KL(old || new)
+            clipfrac = ops.mean((ops.abs(ratio - 1) > eps).astype(ms.float32))
+            return -ops.mean(surrogate) - ent_coef * ops.mean(entropy), approx_kl, clipfrac, ops.mean(entropy)
+        return loss
+
+    def critic_loss_fn(self):
+        critic = self.critic.net
+
+        def loss(obs, returns):  # value regression: 0.5 E (V(s) - R)^2
+            return 0.5 * ops.mean(ops.square(critic(obs).reshape(-1) - returns))
+        return loss
+
+    # ---- host side ----
+    def noise(self):
+        if self.discrete:
+            return self.rng.gumbel(size=self.noise_shape).astype(np.float32)
+        return self.rng.standard_normal(self.noise_shape, dtype=np.float32)
+
+    def collect(self):
+        """One rollout with the current policy; then GAE and the minibatch schedule."""
+        cfg, buf = self.cfg, self.buffer
+        for t in range(cfg.num_steps):
+            action, logp, value = (x.asnumpy() for x in self.policy(Tensor.from_numpy(self.obs),
+                                                                     Tensor.from_numpy(self.noise())))
+            env_action = action if self.discrete else np.clip(action, *self.bounds)
+            obs, reward, terminated, truncated, info = self.envs.step(env_action)
+            reward = reward.astype(np.float32)
+            cut = truncated & ~terminated
+            if cut.any():  # a time limit is not a terminal state: bootstrap from the final observation
+                final = np.stack([info["final_obs"][i] if cut[i] else obs[i] for i in range(len(cut))])
+                reward = reward + cfg.gamma * cut * self.values_of(final.astype(np.float32))
+            buf.obs[t], buf.actions[t], buf.logprobs[t], buf.values[t] = self.obs, action, logp, value
+            buf.rewards[t], buf.dones[t] = reward, (terminated | truncated)
+            self.obs = obs.astype(np.float32)
+            self.episodes += finished_episodes(info)
+        self.env_steps += cfg.num_steps * cfg.num_envs
+        next_value = self.values_of(self.obs)
+        self.advantages, self.returns = gae(buf.rewards, buf.values, buf.dones, next_value, cfg.gamma, cfg.gae_lambda)
+        n = cfg.num_steps * cfg.num_envs
+        size = n // cfg.num_minibatches
+        self.batches = [order[i * size:(i + 1) * size] for _ in range(cfg.update_epochs)
+                        for order in [self.rng.permutation(n)] for i in range(cfg.num_minibatches)]
+
+    def values_of(self, obs):
+        return self.policy(Tensor.from_numpy(obs), Tensor.from_numpy(np.zeros(self.noise_shape, np.float32)))[2].asnumpy()
+
+    def next_batch(self, who):
+        i = self.cursor[who]
+        self.cursor[who] = (i + 1) % len(self.batches)
+        return self.batches[i]
+
+    def draw_actor(self, step):
+        if self.cursor["actor"] == 0:
+            self.collect()
+        idx = self.next_batch("actor")
+        flat = lambda a: a.reshape((-1,) + a.shape[2:])[idx]  # noqa: E731  (T, N, ...) -> minibatch
+        adv = flat(self.advantages)
+        adv = ((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32)  # per-minibatch normalisation
+        inputs = (flat(self.buffer.obs), flat(self.buffer.actions), flat(self.buffer.logprobs), adv)
+        return self.actor_step.host_inputs(inputs, self.rng, self.scheduled_lr("actor", step))
+
+    def draw_critic(self, step):
+        idx = self.next_batch("critic")
+        flat = lambda a: a.reshape((-1,) + a.shape[2:])[idx]  # noqa: E731
+        inputs = (flat(self.buffer.obs), flat(self.returns).astype(np.float32))
+        return self.critic_step.host_inputs(inputs, self.rng, self.scheduled_lr("critic", step))
+
+    def scheduled_lr(self, name, step):
+        base = getattr(self.cfg, f"lr_{name}") or self.cfg.lr
+        return lr_at(step, base, "linear" if self.cfg.anneal_lr else "constant", self.cfg.steps)
+
+    def phases(self):
+        repeat = self.cfg.update_epochs * self.cfg.num_minibatches
+        return [Phase("actor", self.draw_actor, self.actor_step.scalars,
+                      ("losses/actor", "losses/approx_kl", "losses/clipfrac", "losses/entropy", "grad_norm/actor"),
+                      repeat=repeat),
+                Phase("critic", self.draw_critic, self.critic_step.scalars, ("losses/critic", "grad_norm/critic"),
+                      repeat=repeat)]
+
+    def log_hook(self, step):
+        now = time.perf_counter()
+        recent = self.episodes[-20:]
+        values = {"charts/SPS": self.cfg.log_every * self.cfg.num_steps * self.cfg.num_envs / max(now - self.tick, 1e-9),
+                  "charts/env_steps": self.env_steps}
+        if recent:
+            values["charts/episodic_return"] = float(np.mean([r for r, _ in recent]))
+            values["charts/episodic_length"] = float(np.mean([l for _, l in recent]))
+        self.tick = now
+        self.run.logger.scalars(step, values)
+
+    def evaluate(self, episodes):
+        """The deterministic policy (argmax / mean) on fresh environments: returns of `episodes` episodes."""
+        envs, obs = make_envs(self.cfg.env, 1, self.cfg.seed + 10_000)
+        returns = []
+        while len(returns) < episodes:
+            out = self.actor.net(Tensor.from_numpy(obs.astype(np.float32))).asnumpy()
+            action = out.argmax(-1).astype(np.int32) if self.discrete else np.clip(out, *self.bounds)
+            obs, _, _, _, info = envs.step(action)
+            returns += [r for r, _ in finished_episodes(info)]
+        envs.close()
+        return returns[:episodes]
