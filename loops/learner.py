@@ -89,10 +89,6 @@ class Learner:
         return make_step(forward_fn, self.optimizer, self.transform, has_aux=has_aux, takes_lr=takes_lr,
                          grad_reducer=reducer, constraint=constraint)
 
-    @property
-    def lr_parameter(self):
-        return self.optimizer.lr_parameters[0]
-
     def parameters(self):
         """Every Parameter this model owns: weights, optimizer state, transform state."""
         return all_parameters(self.net, self.optimizer, self.transform)
