@@ -145,25 +145,24 @@ class PPO:
     def values_of(self, obs):
         return self.policy(Tensor.from_numpy(obs), Tensor.from_numpy(np.zeros(self.noise_shape, np.float32)))[2].asnumpy()
 
-    def next_batch(self, who):
+    def minibatch(self, who, *arrays):
+        """`who`'s next minibatch of each (T, N, ...) rollout array, flattened to (T * N, ...) first."""
         i = self.cursor[who]
         self.cursor[who] = (i + 1) % len(self.batches)
-        return self.batches[i]
+        return tuple(a.reshape((-1,) + a.shape[2:])[self.batches[i]] for a in arrays)
 
     def draw_actor(self, step):
         if self.cursor["actor"] == 0:
             self.collect()
-        idx = self.next_batch("actor")
-        flat = lambda a: a.reshape((-1,) + a.shape[2:])[idx]  # noqa: E731  (T, N, ...) -> minibatch
-        adv = flat(self.advantages)
+        obs, actions, logprobs, adv = self.minibatch("actor", self.buffer.obs, self.buffer.actions,
+                                                     self.buffer.logprobs, self.advantages)
         adv = ((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32)  # per-minibatch normalisation
-        inputs = (flat(self.buffer.obs), flat(self.buffer.actions), flat(self.buffer.logprobs), adv)
+        inputs = (obs, actions, logprobs, adv)
         return self.actor_step.host_inputs(inputs, self.rng, self.scheduled_lr("actor", step))
 
     def draw_critic(self, step):
-        idx = self.next_batch("critic")
-        flat = lambda a: a.reshape((-1,) + a.shape[2:])[idx]  # noqa: E731
-        inputs = (flat(self.buffer.obs), flat(self.returns).astype(np.float32))
+        obs, returns = self.minibatch("critic", self.buffer.obs, self.returns)
+        inputs = (obs, returns.astype(np.float32))
         return self.critic_step.host_inputs(inputs, self.rng, self.scheduled_lr("critic", step))
 
     def scheduled_lr(self, name, step):
