@@ -10,6 +10,12 @@ Single-step mode compiles each body and calls it once per phase call. Multi-step
 host inputs of all K iterations drawn in the same order and passed in stacked: same math, same
 RNG stream, so the weights are bit-identical, but one call (and one host round trip) per K
 iterations instead of ~3 per iteration; per-call overhead dominates small models on CPU.
+`fuse=True` uses the same engine with K=1 (one call per iteration, all phases inside, a phase's
+repeats in a loop of their own): for algorithms whose
+next iteration's inputs depend on this iteration's weights (an RL agent acts between updates).
+On this project's 2-core VMs a compiled call that updates Parameters sometimes costs 5-50 ms of
+spinning runtime threads whatever its size, while the same updates looped inside one call cost
+~3 ms each (bench/RESULTS.md, RL speed): fewer, bigger calls are the cure.
 
 Values are synced to the host only at `log_every`. Hooks and checkpoints run at their own
 intervals (in multi-step mode: after the call that crosses them). SIGINT/SIGTERM finish the
@@ -100,8 +106,9 @@ class MultiStep:
     """
 
     def __init__(self, phases, k):
-        if any(p.every != 1 and not p.tags for p in phases):
-            raise ValueError("an interval phase needs a tagged output (it runs under a branch that returns it)")
+        if any((p.every != 1 or (p.repeat != 1 and k == 1)) and not p.tags for p in phases):
+            raise ValueError("an interval phase, or a repeated one at K=1, needs a tagged output (it runs under a "
+                             "branch or loop that returns it)")
         self.phases, self.k = phases, k
         self.interval = [p.every != 1 for p in phases]
         self.shapes = [None] * len(phases)  # (shape, dtype) of one draw, learned from the first draw
@@ -112,16 +119,23 @@ class MultiStep:
         n_tags = sum(len(p.tags) for p in phases)
         interval = self.interval
 
-        def fused(runs, weights, *stacked):
-            # the loop carries ONE Tensor (the sum of every tagged output): graph-mode while loops
-            # do not carry Python lists
-            acc = ops.zeros((n_tags,), ms.float32)
-            i = Tensor(0, ms.int32)
-            while i < k:
-                offset, values = 0, []
-                for p, (phase, count) in enumerate(zip(phases, counts)):
-                    phase_sum = None
-                    for r in range(phase.repeat):
+        def iteration(i, runs, stacked):
+            """Every phase of iteration i (a Tensor index into the stacked inputs): its summed tags."""
+            offset, values = 0, []
+            for p, (phase, count) in enumerate(zip(phases, counts)):
+                phase_sum = None
+                if phase.repeat > 1 and k == 1:
+                    # one iteration per call (fuse): the repeats as a loop of their own, so the graph (and
+                    # its compile time) does not grow with PPO's epochs x minibatches. Not inside the K-loop:
+                    # there nested control flow leaks memory (~45 KB per run, MindSpore 2.10 CPU)
+                    phase_sum = ops.zeros((len(phase.tags),), ms.float32)
+                    r = Tensor(0, ms.int32)
+                    while r < phase.repeat * runs[i, p].astype(ms.int32):  # 0 repeats where it does not run
+                        outs = _stack_tags(phase, phase.body(*[stacked[offset + a][r] for a in range(count)]))
+                        phase_sum = phase_sum + outs
+                        r = r + 1
+                else:
+                    for r in range(phase.repeat):  # unrolled
                         j = i * phase.repeat + r
                         inputs = [stacked[offset + a][j] for a in range(count)]
                         if interval[p]:
@@ -133,10 +147,20 @@ class MultiStep:
                             outs = _stack_tags(phase, phase.body(*inputs))
                         if phase.tags:
                             phase_sum = outs if phase_sum is None else phase_sum + outs
-                    if phase.tags:
-                        values.append(phase_sum)
-                    offset += count
-                acc = acc + ops.concat(values) * weights
+                if phase.tags:
+                    values.append(phase_sum)
+                offset += count
+            return ops.concat(values)
+
+        def fused(runs, weights, *stacked):
+            if k == 1:  # no outer loop: control flow nested in a loop costs ~45 KB of leaked memory per run
+                return iteration(Tensor(0, ms.int32), runs, stacked) * weights
+            # the loop carries ONE Tensor (the sum of every tagged output): graph-mode while loops
+            # do not carry Python lists
+            acc = ops.zeros((n_tags,), ms.float32)
+            i = Tensor(0, ms.int32)
+            while i < k:
+                acc = acc + iteration(i, runs, stacked) * weights
                 i = i + 1
             return acc
         return maybe_jit(fused)
@@ -192,16 +216,21 @@ class NonFinite(RunFailure):
 
     def __init__(self, tag, first, last):
         self.tag, self.first, self.last = tag, first, last
-        model = tag.split("/")[-1]  # loss/<name>: the model declared under that name
         where = f"step {last}" if first == last else f"one of steps {first}-{last}"
-        super().__init__(f"{tag} of model {model!r} became NaN/Inf at {where}; stopped without saving that state "
+        # loss/<name>: the model declared under that name; losses/<...>: CleanRL-style names
+        whose = f" of model {tag.split('/')[-1]!r}" if tag.startswith("loss/") else ""
+        super().__init__(f"{tag}{whose} became NaN/Inf at {where}; stopped without saving that state "
                          "(pass --skip-nonfinite to skip such updates instead)")
+
+
+def is_loss(tag):
+    return tag.startswith(("loss/", "losses/"))
 
 
 def check_finite(out, first, last):
     """Raise NonFinite if a loss in `out` is NaN/Inf. One scalar sync per loss and call."""
     for tag, value in out.items():
-        if tag.startswith("loss/") and not np.isfinite(float(value.asnumpy())):
+        if is_loss(tag) and not np.isfinite(float(value.asnumpy())):
             raise NonFinite(tag, first, last)
 
 
@@ -210,14 +239,14 @@ def crossed(prev, done, every):
 
 
 def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, hooks=(), steps_per_call=1,
-          stop_on_nonfinite=True):
+          fuse=False, stop_on_nonfinite=True):
     """Run iterations start_step..steps-1. `save(step, final)` writes a checkpoint after `step`
     iterations: final=False at the --ckpt-every intervals, True at the end or on a signal.
 
     Returns (last logged scalars, exit code): 0 when all steps ran, 128+signal when stopped early.
     With stop_on_nonfinite, a NaN/Inf loss raises NonFinite before anything else is written.
     """
-    multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 else None
+    multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 or fuse else None
     last = {}
     latest = {}  # the newest value of every tag: interval phases log their last result
     step = start_step

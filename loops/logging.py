@@ -73,6 +73,7 @@ class RunLogger:
 
     def __init__(self, run_dir, config, total_steps, start_step, progress=True, enabled=True):
         self.enabled = enabled
+        self.progress_tags = ["perf/steps_per_s"]  # shown on the progress bar besides every loss/<model>
         self.latest = {}  # tag -> last logged float
         self.writer = EventLog(run_dir) if enabled else None
         if enabled and start_step == 0:
@@ -89,9 +90,10 @@ class RunLogger:
             for tag, value in floats.items():
                 self.writer.add(scalar(tag, value), step)
             self.writer.flush()  # once per log interval: a reader sees every logged step
-        short = {k.replace("loss/", "").replace("perf/", ""): f"{v:.4g}" for k, v in floats.items()
-                 if k.startswith("loss/") or k == "perf/steps_per_s"}
-        self.bar.set_postfix(short, refresh=False)
+        short = {k.split("/")[-1]: f"{v:.4g}" for k, v in floats.items()
+                 if k.startswith("loss/") or k in self.progress_tags}
+        if short:  # a hook's own values (e.g. episode returns) must not wipe the losses shown
+            self.bar.set_postfix(short, refresh=False)
         return floats
 
     def image(self, tag, step, hwc_uint8):

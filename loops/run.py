@@ -108,16 +108,18 @@ class Run:
                 print(f"warning: {e}; {'trying once more' if final else 'retrying at the next checkpoint'}",
                       file=sys.stderr, flush=True)
 
-    def train(self, phases, hooks=(), save=None, stop_on_nonfinite=True):
+    def train(self, phases, hooks=(), save=None, stop_on_nonfinite=True, fuse=False):
         """The driver loop from the restored step to cfg.steps. `save(step)` (default: run.save)
-        wraps the checkpoint write, e.g. to refresh an EMA copy first. Returns the exit code."""
+        wraps the checkpoint write, e.g. to refresh an EMA copy first. `fuse`: one compiled call per
+        iteration even at --steps-per-call 1 (see loops/driver.py). Returns the exit code."""
         cfg = self.cfg
         self.last = {}
         if self.start >= cfg.steps:
             return 0
         self.last, code = train(phases, start_step=self.start, steps=cfg.steps, log_every=cfg.log_every,
                                 logger=self.logger, save=save or self.save, ckpt_every=cfg.ckpt_every, hooks=hooks,
-                                steps_per_call=getattr(cfg, "steps_per_call", 1), stop_on_nonfinite=stop_on_nonfinite)
+                                steps_per_call=getattr(cfg, "steps_per_call", 1), fuse=fuse,
+                                stop_on_nonfinite=stop_on_nonfinite)
         return code
 
     def write_metrics(self, metrics):

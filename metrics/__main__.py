@@ -1,11 +1,14 @@
 """Evaluate a run's latest (or a given) checkpoint and write its metrics.json.
 
     python -m metrics RUN_DIR [--checkpoint PATH] [--num N] [--no-ema] [--fid-weights INCEPTION.ckpt]
+    python -m metrics RL_RUN_DIR [--checkpoint PATH] [--episodes N] [--gif]
 
 Toy runs: modes, hq, reverse KL. Image runs: FID, KID, precision / recall / density / coverage,
 class score and class coverage on the dataset's own classifier (see metrics/classifier.py); with
 --fid-weights (mindcv's inception_v3 .ckpt) also fid_inception, the FID on InceptionV3 pool3
 features (see metrics/inception.py).
+RL runs (train_rl.py): mean and std return of the deterministic policy over N episodes, a plot of one
+episode (episode.png) and, with --gif (needs pygame), that episode as an animated GIF (episode.gif).
 """
 import argparse
 import json
@@ -20,12 +23,20 @@ def main(argv):
     from loops.config import UserError, _Parser
     parser = _Parser(prog="python -m metrics", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", help="a train_gan.py run directory")
+    parser.add_argument("run_dir", help="a train_gan.py or train_rl.py run directory")
     parser.add_argument("--checkpoint", default="", help="checkpoint to evaluate (default: the run's latest)")
     parser.add_argument("--num", type=int, default=0, help="samples (default: the run's --eval-samples)")
     parser.add_argument("--no-ema", action="store_true", help="evaluate the raw generator, not its EMA")
     parser.add_argument("--fid-weights", default="", help="mindcv inception_v3 .ckpt: adds fid_inception")
+    parser.add_argument("--episodes", type=int, default=0, help="RL: episodes (default: the run's --eval-episodes)")
+    parser.add_argument("--gif", action="store_true", help="RL: also save the episode as an animated GIF (pygame)")
     args = parser.parse_args(argv)
+    if is_rl_run(args.run_dir):
+        if args.episodes < 0:
+            raise UserError(f"--episodes must be >= 0 (0: the run's --eval-episodes), got {args.episodes}")
+        from rl.evaluate import evaluate_run
+        print(json.dumps(evaluate_run(args.run_dir, args.checkpoint, args.episodes, args.gif), indent=2))
+        return 0
     if args.num < 0:
         raise UserError(f"--num must be >= 0 (0: the run's --eval-samples), got {args.num}")
     import mindspore as ms
@@ -57,6 +68,15 @@ def main(argv):
     rundir.write_metrics(args.run_dir, existing)
     print(json.dumps({k: v for k, v in metrics.items() if not isinstance(v, list)}, indent=2))
     return 0
+
+
+def is_rl_run(run_dir):
+    """A train_rl.py run: its config.json names an RL algorithm."""
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            return "algo" in json.load(f)
+    except (OSError, ValueError):
+        return False
 
 
 if __name__ == "__main__":

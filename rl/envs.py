@@ -44,3 +44,70 @@ def finished_episodes(info):
         return []
     done = info["_episode"]
     return [(float(r), int(l)) for r, l in zip(info["episode"]["r"][done], info["episode"]["l"][done])]
+
+
+# ---- exact resume: the environments' state as JSON (classic control only) ----
+CLASSIC_CONTROL = "gymnasium.envs.classic_control."
+
+
+def exact_state_supported(envs):
+    """Whether env_state captures everything that decides these environments' future: true for
+    gymnasium's classic-control environments (a few numbers and a numpy Generator each)."""
+    return all(type(e.unwrapped).__module__.startswith(CLASSIC_CONTROL) for e in envs.env.envs)
+
+
+def _encode(value):
+    if isinstance(value, np.ndarray):
+        return {"array": value.tolist(), "dtype": str(value.dtype)}
+    if isinstance(value, np.generic):
+        return {"scalar": value.item(), "dtype": str(value.dtype)}
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict) and "array" in value:
+        return np.array(value["array"], dtype=value["dtype"])
+    if isinstance(value, dict) and "scalar" in value:
+        return np.dtype(value["dtype"]).type(value["scalar"])
+    return value
+
+
+def _plain_attributes(obj):
+    """The instance attributes that are numbers, arrays or None (state and constants; not spaces,
+    renderers or strings). float64 arrays and Python floats survive JSON exactly (repr round-trips)."""
+    return {k: _encode(v) for k, v in vars(obj).items()
+            if v is None or isinstance(v, (bool, int, float, np.ndarray, np.generic))}
+
+
+def env_state(envs):
+    """JSON-able state of a RecordEpisodeStatistics(SyncVectorEnv) of classic-control environments:
+    per environment its plain attributes, its np_random state and its TimeLimit's elapsed steps;
+    the episode statistics in progress. None where exact_state_supported is false."""
+    if not exact_state_supported(envs):
+        return None
+    per_env = []
+    for env in envs.env.envs:
+        base = env.unwrapped
+        per_env.append({"attributes": _plain_attributes(base),
+                        "np_random": base.np_random.bit_generator.state,
+                        "elapsed_steps": _time_limit(env)._elapsed_steps})
+    stats = {k: _encode(getattr(envs, k)) for k in ("episode_returns", "episode_lengths", "prev_dones", "episode_count")}
+    return {"envs": per_env, "stats": stats}
+
+
+def set_env_state(envs, state):
+    """Put the environments back into `state` (from env_state)."""
+    for env, saved in zip(envs.env.envs, state["envs"]):
+        base = env.unwrapped
+        for k, v in saved["attributes"].items():
+            setattr(base, k, _decode(v))
+        base.np_random.bit_generator.state = saved["np_random"]
+        _time_limit(env)._elapsed_steps = saved["elapsed_steps"]
+    for k, v in state["stats"].items():
+        setattr(envs, k, _decode(v))
+
+
+def _time_limit(env):
+    while not isinstance(env, gym.wrappers.TimeLimit):
+        env = env.env
+    return env

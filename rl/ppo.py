@@ -7,9 +7,9 @@ from host-drawn noise, so the host RNG alone decides them), computes GAE advanta
 and shuffles the minibatches of --update-epochs epochs; the actor phase then runs one clipped
 surrogate step per minibatch, and the critic phase one value-regression step per minibatch (the
 actor's loss does not depend on the critic's weights nor the reverse, so the two phases commute).
+train_rl.py runs all of an iteration's steps in one compiled call (the driver's fuse mode).
 """
 import math
-import time
 
 import mindspore as ms
 import numpy as np
@@ -17,10 +17,9 @@ from mindspore import Parameter, Tensor, nn, ops
 from mindspore.common.initializer import Orthogonal
 
 from loops.driver import Phase
-from loops.learner import Learner
-from loops.schedules import lr_at
+from loops.learner import Learner, all_state
 from loops.step import maybe_jit
-from rl.envs import action_spec, finished_episodes, make_envs
+from rl.agent import Agent
 from rl.storage import Rollout, gae
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -58,12 +57,10 @@ def log_prob_and_entropy(out, log_std, actions, discrete):
     return logp, ops.sum(log_std + 0.5 + LOG_SQRT_2PI, -1).broadcast_to(logp.shape)
 
 
-class PPO:
+class PPO(Agent):
     def __init__(self, cfg, run):
-        self.cfg, self.run, self.rng = cfg, run, run.rng
-        self.envs, self.obs = make_envs(cfg.env, cfg.num_envs, cfg.seed)
-        self.discrete, n, self.bounds = action_spec(self.envs)
-        obs_dim = self.obs.shape[1]
+        super().__init__(cfg, run)
+        n, obs_dim = self.n_actions, self.obs_dim
         self.actor = Learner.from_config("actor", Actor(obs_dim, n, cfg.hidden, self.discrete), cfg)
         self.critic = Learner.from_config("critic", mlp(obs_dim, 1, cfg.hidden, 1.0), cfg)
         self.policy = maybe_jit(self.make_policy())
@@ -73,7 +70,6 @@ class PPO:
         self.buffer = Rollout(cfg.num_steps, cfg.num_envs, obs_dim, shape, dtype)
         self.noise_shape = (cfg.num_envs, n)
         self.batches, self.cursor = [], {"actor": 0, "critic": 0}
-        self.episodes, self.env_steps, self.tick = [], 0, time.perf_counter()
 
     def make_policy(self):
         """(obs, noise) -> (action, log pi(action), V(obs)). Discrete: Gumbel-max on host Gumbel noise;
@@ -124,17 +120,14 @@ class PPO:
             action, logp, value = (x.asnumpy() for x in self.policy(Tensor.from_numpy(self.obs),
                                                                      Tensor.from_numpy(self.noise())))
             env_action = action if self.discrete else np.clip(action, *self.bounds)
-            obs, reward, terminated, truncated, info = self.envs.step(env_action)
-            reward = reward.astype(np.float32)
+            obs, reward, terminated, truncated, info = self.step_envs(env_action)
             cut = truncated & ~terminated
             if cut.any():  # a time limit is not a terminal state: bootstrap from the final observation
                 final = np.stack([info["final_obs"][i] if cut[i] else obs[i] for i in range(len(cut))])
                 reward = reward + cfg.gamma * cut * self.values_of(final.astype(np.float32))
             buf.obs[t], buf.actions[t], buf.logprobs[t], buf.values[t] = self.obs, action, logp, value
             buf.rewards[t], buf.dones[t] = reward, (terminated | truncated)
-            self.obs = obs.astype(np.float32)
-            self.episodes += finished_episodes(info)
-        self.env_steps += cfg.num_steps * cfg.num_envs
+            self.obs = obs
         next_value = self.values_of(self.obs)
         self.advantages, self.returns = gae(buf.rewards, buf.values, buf.dones, next_value, cfg.gamma, cfg.gae_lambda)
         n = cfg.num_steps * cfg.num_envs
@@ -165,10 +158,6 @@ class PPO:
         inputs = (obs, returns.astype(np.float32))
         return self.critic_step.host_inputs(inputs, self.rng, self.scheduled_lr("critic", step))
 
-    def scheduled_lr(self, name, step):
-        base = getattr(self.cfg, f"lr_{name}") or self.cfg.lr
-        return lr_at(step, base, "linear" if self.cfg.anneal_lr else "constant", self.cfg.steps)
-
     def phases(self):
         repeat = self.cfg.update_epochs * self.cfg.num_minibatches
         return [Phase("actor", self.draw_actor, self.actor_step.scalars,
@@ -177,25 +166,10 @@ class PPO:
                 Phase("critic", self.draw_critic, self.critic_step.scalars, ("losses/critic", "grad_norm/critic"),
                       repeat=repeat)]
 
-    def log_hook(self, step):
-        now = time.perf_counter()
-        recent = self.episodes[-20:]
-        values = {"charts/SPS": self.cfg.log_every * self.cfg.num_steps * self.cfg.num_envs / max(now - self.tick, 1e-9),
-                  "charts/env_steps": self.env_steps}
-        if recent:
-            values["charts/episodic_return"] = float(np.mean([r for r, _ in recent]))
-            values["charts/episodic_length"] = float(np.mean([l for _, l in recent]))
-        self.tick = now
-        self.run.logger.scalars(step, values)
+    def deterministic_action(self, obs):
+        out = self.actor.net(Tensor.from_numpy(obs)).asnumpy()
+        return out.argmax(-1).astype(np.int32) if self.discrete else np.clip(out, *self.bounds)
 
-    def evaluate(self, episodes):
-        """The deterministic policy (argmax / mean) on fresh environments: returns of `episodes` episodes."""
-        envs, obs = make_envs(self.cfg.env, 1, self.cfg.seed + 10_000)
-        returns = []
-        while len(returns) < episodes:
-            out = self.actor.net(Tensor.from_numpy(obs.astype(np.float32))).asnumpy()
-            action = out.argmax(-1).astype(np.int32) if self.discrete else np.clip(out, *self.bounds)
-            obs, _, _, _, info = envs.step(action)
-            returns += [r for r, _ in finished_episodes(info)]
-        envs.close()
-        return returns[:episodes]
+    # ---- checkpoints: the rollout is not saved (a checkpoint falls between updates, where it is spent) ----
+    def state(self):
+        return all_state(self.actor, self.critic)

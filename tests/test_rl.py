@@ -1,12 +1,20 @@
-"""train_rl.py (PPO): GAE and the clipped objective against numpy references, each update moves only
-its own model, it learns CartPole in a short budget, continuous actions run, bad input exits 2."""
+"""train_rl.py: GAE, PPO's clipped objective and SAC's losses against numpy references, each update
+moves only its own model, both algorithms learn in a short budget, resume after SIGKILL is
+bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 from mindspore import Tensor
 
-from conftest import error_lines, run_script, scalar_tags
+import loops
+from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+from loops.checkpoint import list_checkpoints, read
 from loops.driver import host_tensor
 from rl.storage import gae
 
@@ -32,14 +40,21 @@ def test_gae_matches_the_sum_of_discounted_td_errors():
     np.testing.assert_allclose(ret, adv + values)
 
 
-def tiny_ppo(tmp_path, env="CartPole-v1"):
+def tiny_agent(tmp_path, *args):
     import train_rl
     from loops.run import Run
-    from rl.ppo import PPO
-    cfg = train_rl.parse_config(train_rl.RLConfig, ["--env", env, "--num-envs", "2", "--num-steps", "8",
-                                                    "--run-dir", str(tmp_path / "run")], "")
+    from rl import AGENTS
+    cfg = train_rl.parse_config(train_rl.RLConfig, [*map(str, args), "--run-dir", str(tmp_path / "run")], "")
     run = Run(cfg)
-    return PPO(cfg, run), run
+    return AGENTS[cfg.algo](cfg, run), run
+
+
+def tiny_ppo(tmp_path, env="CartPole-v1"):
+    return tiny_agent(tmp_path, "--env", env, "--num-envs", 2, "--num-steps", 8)
+
+
+def tiny_sac(tmp_path, *extra):
+    return tiny_agent(tmp_path, "--algo", "sac", "--hidden", 16, "--batch-size", 8, "--learning-starts", 20, *extra)
 
 
 def test_clipped_objective_matches_numpy(graph_mode, tmp_path):
@@ -90,6 +105,19 @@ def test_ppo_learns_cartpole_far_above_a_random_policy(tmp_path):
             "losses/clipfrac", "losses/entropy", "grad_norm/actor", "grad_norm/critic"} <= tags
 
 
+@pytest.mark.slow
+def test_sac_learns_pendulum_far_above_a_random_policy(tmp_path):
+    run = tmp_path / "sac"
+    run_script("train_rl.py", "--algo", "sac", "--run-dir", run, "--total-steps", 5000, "--eval-episodes", 5)
+    m = json.loads((run / "metrics.json").read_text())
+    # random actions average about -1200 on Pendulum-v1; 5k steps of SAC gave -114 here (seed 0)
+    assert m["eval_return_mean"] > -400, m
+    assert m["env_steps"] == 5000 and m["updates"] == 4000
+    tags = set(scalar_tags(run).Tags()["scalars"])
+    assert {"losses/qf1", "losses/qf2", "losses/actor", "losses/alpha", "charts/alpha", "grad_norm/alpha",
+            "charts/episodic_return"} <= tags
+
+
 def test_continuous_actions_train(tmp_path):
     run = tmp_path / "pendulum"
     run_script("train_rl.py", "--run-dir", run, "--env", "Pendulum-v1", "--steps", 2, "--num-envs", 2,
@@ -101,7 +129,10 @@ def test_continuous_actions_train(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--env", "NoSuchEnv-v0"], "--env NoSuchEnv-v0: Environment `NoSuchEnv` doesn't exist"),
     (["--env", "FrozenLake-v1"], "observations must be a flat Box"),
-    (["--algo", "sac"], "--algo sac is not implemented yet"),
+    (["--algo", "sac", "--env", "CartPole-v1"], "--algo sac needs continuous (Box) actions"),
+    (["--algo", "sac", "--update-epochs", "3"], "--update-epochs is not a SAC flag"),
+    (["--lr-alpha", "0.1"], "--lr-alpha is not a PPO flag"),
+    (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),
     (["--num-minibatches", "3"], "must divide --num-envs x --num-steps"),
 ])
 def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, args, message):
@@ -109,3 +140,166 @@ def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, args, message):
     lines = error_lines(proc)
     assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def squashed_sample(actor, obs, noise):
+    """numpy (float64) reference of the squashed Gaussian: action, log pi, from the actor's raw layers."""
+    h = actor.trunk(Tensor(obs))
+    mean, raw = actor.mean(h).asnumpy().astype(np.float64), actor.log_std(h).asnumpy().astype(np.float64)
+    log_std = -5 + 0.5 * 7 * (np.tanh(raw) + 1)
+    x = mean + np.exp(log_std) * noise
+    scale, bias = actor.scale.asnumpy(), actor.bias.asnumpy()
+    normal = -0.5 * noise ** 2 - log_std - 0.5 * np.log(2 * np.pi)
+    logp = (normal - np.log(scale * (1 - np.tanh(x) ** 2))).sum(-1)
+    return np.tanh(x) * scale + bias, logp
+
+
+def test_sac_losses_match_numpy(graph_mode, tmp_path):
+    agent, run = tiny_sac(tmp_path)
+    rng = np.random.default_rng(2)
+    B = 6
+    obs, next_obs = (rng.normal(size=(B, 3)).astype(np.float32) for _ in range(2))
+    actions = rng.uniform(-2, 2, (B, 1)).astype(np.float32)
+    rewards, terminated = rng.normal(size=B).astype(np.float32), np.array([0, 1, 0, 0, 1, 0], np.float32)
+    noise = rng.normal(size=(B, 1)).astype(np.float32)
+    agent.alpha.net.value.set_data(Tensor(np.array([-0.7], np.float32)))
+    alpha, gamma = np.exp(-0.7), agent.cfg.gamma
+
+    def q(net, o, a):
+        return [x.asnumpy().astype(np.float64) for x in net(Tensor(o), Tensor(a.astype(np.float32)))]
+
+    loss, qf1, qf2, _ = (float(x.asnumpy()) for x in agent.critic_loss_fn()(
+        *map(Tensor, (obs, actions, rewards, next_obs, terminated, noise))))
+    next_a, next_logp = squashed_sample(agent.actor.net, next_obs, noise)
+    t1, t2 = q(agent.target, next_obs, next_a)
+    y = rewards + (1 - terminated) * gamma * (np.minimum(t1, t2) - alpha * next_logp)
+    q1, q2 = q(agent.critic.net, obs, actions)
+    assert qf1 == pytest.approx(np.mean((q1 - y) ** 2), rel=1e-4) and qf2 == pytest.approx(np.mean((q2 - y) ** 2), rel=1e-4)
+    assert loss == pytest.approx(qf1 + qf2, rel=1e-6)
+
+    actor_loss, entropy = (float(x.asnumpy()) for x in agent.actor_loss_fn()(Tensor(obs), Tensor(noise)))
+    a, logp = squashed_sample(agent.actor.net, obs, noise)
+    q1, q2 = q(agent.critic.net, obs, a)
+    assert actor_loss == pytest.approx(np.mean(alpha * logp - np.minimum(q1, q2)), rel=1e-4)
+    assert entropy == pytest.approx(-logp.mean(), rel=1e-4)
+    alpha_loss, alpha_out = (float(x.asnumpy()) for x in agent.alpha_loss_fn()(Tensor(obs), Tensor(noise)))
+    assert alpha_out == pytest.approx(alpha, rel=1e-6)
+    assert alpha_loss == pytest.approx(-np.mean(alpha * (logp + agent.target_entropy)), rel=1e-4)
+    # far in the tails tanh rounds to +-1 (MindSpore's CPU tanh even overshoots 1): log pi stays finite
+    big = np.full((2, 1), 30.0, np.float32)
+    assert np.isfinite(agent.actor.net(Tensor(obs[:2] * 1e3), Tensor(big))[1].asnumpy()).all()
+    run.close()
+
+
+def test_sac_updates_touch_only_their_own_model_and_polyak_moves_the_targets(graph_mode, tmp_path):
+    from loops.driver import MultiStep
+    agent, run = tiny_sac(tmp_path)
+
+    def snap(*cells):
+        return [p.asnumpy().copy() for c in cells for p in c.trainable_params()]
+    critic_body, actor_body = (MultiStep([phase], 1) for phase in agent.phases())
+    before = snap(agent.actor.net), snap(agent.critic.net), snap(agent.alpha.net), snap(agent.target)
+    critic_body.run(1)  # iteration 1: the critic's update (and the Polyak step) only
+    after = snap(agent.actor.net), snap(agent.critic.net), snap(agent.alpha.net), snap(agent.target)
+    assert all(np.array_equal(x, y) for x, y in zip(before[0] + before[2], after[0] + after[2]))
+    assert all(not np.array_equal(x, y) for x, y in zip(before[1], after[1]))
+    tau = agent.cfg.tau
+    for old_t, new_c, new_t in zip(before[3], after[1], after[3]):
+        np.testing.assert_allclose(new_t, (1 - tau) * old_t + tau * new_c, rtol=1e-5, atol=1e-7)
+    agent.batch = agent.buffer.sample(agent.rng, agent.cfg.batch_size)
+    actor_body.run(0)  # the actor's and the temperature's updates only
+    last = snap(agent.actor.net), snap(agent.critic.net), snap(agent.alpha.net), snap(agent.target)
+    assert all(np.array_equal(x, y) for x, y in zip(after[1] + after[3], last[1] + last[3]))
+    assert any(not np.array_equal(x, y) for x, y in zip(after[0], last[0])) and not np.array_equal(after[2][0], last[2][0])
+    run.close()
+
+
+def test_environment_state_round_trips_through_json(tmp_path):
+    from rl.envs import env_state, make_envs, set_env_state
+    for env_id in ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCarContinuous-v0"):
+        a, _ = make_envs(env_id, 2, 0)
+        rng = np.random.default_rng(0)
+        space = a.single_action_space
+
+        def act():
+            return rng.integers(0, space.n, 2) if hasattr(space, "n") else rng.uniform(space.low, space.high, (2,) + space.shape).astype(np.float32)
+        for _ in range(120):
+            a.step(act())
+        b, _ = make_envs(env_id, 2, 123)  # other seeds, other states
+        set_env_state(b, json.loads(json.dumps(env_state(a))))
+        for _ in range(300):  # crosses episode ends: resets draw from the restored np_random
+            x = act()
+            ra, rb = a.step(x), b.step(x)
+            for u, v in zip(ra[:4], rb[:4]):
+                np.testing.assert_array_equal(u, v, err_msg=env_id)
+            assert np.array_equal(ra[4].get("_episode", [False] * 2), rb[4].get("_episode", [False] * 2))
+            if "_episode" in ra[4]:
+                np.testing.assert_array_equal(ra[4]["episode"]["r"], rb[4]["episode"]["r"])
+
+
+TINY_RUNS = {
+    "ppo": ["--num-envs", 2, "--num-steps", 16, "--total-steps", 1280, "--update-epochs", 2, "--hidden", 16,
+            "--eval-episodes", 2, "--ckpt-every", 1, "--log-every", 5],
+    "sac": ["--algo", "sac", "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
+            "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20],
+}
+
+
+def latest_step(run):
+    paths = list_checkpoints(run)
+    return int(os.path.basename(paths[-1])[5:13]) if paths else -1
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
+    """Killed mid-run, resumed: the networks, optimizers, replay buffer, targets, host RNG and the
+    environments' state continue exactly, so the end equals an uninterrupted run's."""
+    args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    run_script("train_rl.py", "--run-dir", whole, *args)
+    env = dict(os.environ, GLOG_v="4")
+    if not loops.USER_ISA:
+        env.pop("DNNL_MAX_CPU_ISA", None)
+    proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
+                            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    target = 20 if algo == "ppo" else 100  # of 40 / 240 iterations
+    deadline = time.monotonic() + 300
+    while latest_step(killed) < target:  # wait on observed progress: a checkpoint past the target
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    final = latest_step(whole)
+    assert latest_step(killed) < final
+    run_script("train_rl.py", "--run-dir", killed, *args, "--resume")
+    name = f"checkpoints/step_{final:08d}.ckpt"
+    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(killed / name)
+    assert_same_arrays(a, b)
+    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(killed / name))
+    for key in ("env_state", "obs", "episodes", "env_steps", "rng"):
+        assert meta_a[key] == meta_b[key], key
+    assert meta_a["episodes"] and meta_a["env_state"] is not None
+    if algo == "sac":
+        assert any(k.startswith("replay.") for k in a) and any(k.startswith("critic_target.") for k in a)
+    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, killed))
+    assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
+
+
+def test_metrics_reevaluates_an_rl_run_and_draws_an_episode(tmp_path):
+    from rl.episode import can_render
+    run = tmp_path / "run"
+    run_script("train_rl.py", "--run-dir", run, *TINY_RUNS["sac"], "--ckpt-every", 0)
+    trained = json.loads((run / "metrics.json").read_text())
+    proc = run_script("-m", "metrics", run, *(["--gif"] if can_render() else []))
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["eval_return_mean"] == trained["eval_return_mean"] and m["eval_episodes"] == 1  # same seeds, same policy
+    assert json.loads(proc.stdout)["step"] == trained["updates"]
+    from PIL import Image
+    assert Image.open(run / "episode.png").size[0] == 720
+    if can_render():  # pygame is optional: with it, a GIF of the episode; without it, one error line
+        gif = Image.open(run / "episode.gif")
+        assert gif.n_frames == 200  # Pendulum's episodes last 200 steps
+    else:
+        proc = run_script("-m", "metrics", run, "--gif", check=False)
+        assert proc.returncode == 2 and "needs pygame" in error_lines(proc)[0]

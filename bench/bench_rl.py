@@ -1,0 +1,251 @@
+"""RL training speed: environment steps per second of train_rl.py's PPO and SAC against the same
+algorithms in PyTorch, written CleanRL-style (ppo.py / sac_continuous_action.py: same networks,
+hyperparameters, number of environments and host-side environment stepping), measured side by
+side in this process.
+
+    python bench/bench_rl.py [--sac-iters 400] [--ppo-updates 12] [--record]
+
+PPO: CartPole-v1, 8 envs x 32 steps, 20 epochs of one minibatch, two 64-unit tanh layers.
+SAC: Pendulum-v1, 1 env, batch 256, two 256-unit relu layers, policy frequency 2 (after the
+random warm-up steps, which are not timed). Each side runs its full training iteration: acting,
+environment steps, storage, every update. torch is not a project requirement: without it, only
+MindSpore's rows are printed.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("GLOG_v", "4")
+
+import numpy as np  # noqa: E402
+
+from bench import record  # noqa: E402
+
+
+def ours(algo, iters, extra=()):
+    """(env steps per second, ms per iteration, share of time inside compiled calls) of train_rl.py's
+    training iterations, after one untimed iteration (compilation, warm-up)."""
+    import train_rl
+    from loops.config import parse_config
+    from loops.driver import MultiStep
+    from loops.run import Run
+    from rl import AGENTS
+    cfg = parse_config(train_rl.RLConfig, ["--algo", algo, "--run-dir", tempfile.mkdtemp(), *extra], "")
+    run = Run(cfg)
+    agent = AGENTS[algo](cfg, run)
+    engine = MultiStep(agent.phases(), 1)  # as train_rl.py runs them: one fused call per iteration
+    engine.run(0)
+    inside, fn = [0.0], engine.fn
+
+    def timed(*a):  # the compiled calls alone, to split off the host-side share
+        t = time.perf_counter()
+        out = fn(*a)
+        out.asnumpy()
+        inside[0] += time.perf_counter() - t
+        return out
+    engine.fn = timed
+    start_steps, t0 = agent.env_steps, time.perf_counter()
+    for step in range(1, iters + 1):
+        engine.run(step)
+    total = time.perf_counter() - t0
+    run.close()
+    agent.envs.close()
+    return (agent.env_steps - start_steps) / total, total / iters * 1e3, inside[0] / total
+
+
+# ---- PyTorch, CleanRL-style ----
+def torch_sac(iters, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, policy_frequency=2, learning_starts=1000):
+    import gymnasium as gym
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    env = gym.make("Pendulum-v1")
+    obs, _ = env.reset(seed=0)
+    o, a = env.observation_space.shape[0], env.action_space.shape[0]
+    low, high = env.action_space.low, env.action_space.high
+    scale, bias = torch.tensor((high - low) / 2), torch.tensor((high + low) / 2)
+
+    def q_net():
+        return nn.Sequential(nn.Linear(o + a, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    class Actor(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Sequential(nn.Linear(o, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+            self.mean, self.log_std = nn.Linear(hidden, a), nn.Linear(hidden, a)
+
+        def get_action(self, x):
+            h = self.trunk(x)
+            mean, log_std = self.mean(h), torch.tanh(self.log_std(h))
+            log_std = -5 + 0.5 * 7 * (log_std + 1)
+            normal = torch.distributions.Normal(mean, log_std.exp())
+            x_t = normal.rsample()
+            y_t = torch.tanh(x_t)
+            logp = (normal.log_prob(x_t) - torch.log(scale * (1 - y_t.pow(2)) + 1e-6)).sum(1)
+            return y_t * scale + bias, logp
+
+    actor, qf1, qf2 = Actor(), q_net(), q_net()
+    qf1_t, qf2_t = q_net(), q_net()
+    qf1_t.load_state_dict(qf1.state_dict())
+    qf2_t.load_state_dict(qf2.state_dict())
+    q_opt = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr)
+    a_opt = torch.optim.Adam(actor.parameters(), lr)
+    log_alpha = torch.zeros(1, requires_grad=True)
+    alpha_opt = torch.optim.Adam([log_alpha], lr)
+    cap = 100_000
+    buf = {k: np.zeros((cap,) + s, np.float32) for k, s in
+           dict(obs=(o,), actions=(a,), rewards=(), next_obs=(o,), terminated=()).items()}
+    rng = np.random.default_rng(0)
+    size = 0
+
+    def step_env(action):
+        nonlocal obs, size
+        next_obs, r, term, trunc, info = env.step(action)
+        for k, v in zip(buf, (obs, action, r, next_obs, term)):
+            buf[k][size % cap] = v
+        size += 1
+        obs = env.reset()[0] if term or trunc else next_obs
+
+    for _ in range(learning_starts):
+        step_env(rng.uniform(low, high).astype(np.float32))
+
+    def iteration(step):
+        with torch.no_grad():
+            action = actor.get_action(torch.from_numpy(obs[None].astype(np.float32)))[0][0].numpy()
+        step_env(np.clip(action, low, high))
+        rows = rng.integers(0, size, batch)
+        b = {k: torch.from_numpy(v[rows]) for k, v in buf.items()}
+        with torch.no_grad():
+            next_a, next_logp = actor.get_action(b["next_obs"])
+            nq = torch.min(qf1_t(torch.cat([b["next_obs"], next_a], 1)), qf2_t(torch.cat([b["next_obs"], next_a], 1))).view(-1)
+            y = b["rewards"] + (1 - b["terminated"]) * gamma * (nq - log_alpha.exp() * next_logp)
+        x = torch.cat([b["obs"], b["actions"]], 1)
+        q_loss = ((qf1(x).view(-1) - y) ** 2).mean() + ((qf2(x).view(-1) - y) ** 2).mean()
+        q_opt.zero_grad()
+        q_loss.backward()
+        q_opt.step()
+        if step % policy_frequency == 0:
+            for _ in range(policy_frequency):
+                pi, logp = actor.get_action(b["obs"])
+                x = torch.cat([b["obs"], pi], 1)
+                a_loss = (log_alpha.exp().detach() * logp - torch.min(qf1(x), qf2(x)).view(-1)).mean()
+                a_opt.zero_grad()
+                a_loss.backward()
+                a_opt.step()
+                with torch.no_grad():
+                    _, logp = actor.get_action(b["obs"])
+                alpha_loss = (-log_alpha.exp() * (logp + (-a))).mean()
+                alpha_opt.zero_grad()
+                alpha_loss.backward()
+                alpha_opt.step()
+        with torch.no_grad():
+            for net, target in ((qf1, qf1_t), (qf2, qf2_t)):
+                for p, t in zip(net.parameters(), target.parameters()):
+                    t.data.copy_(tau * p.data + (1 - tau) * t.data)
+
+    iteration(0)
+    t0 = time.perf_counter()
+    for step in range(1, iters + 1):
+        iteration(step)
+    total = time.perf_counter() - t0
+    return iters / total, total / iters * 1e3
+
+
+def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2):
+    import gymnasium as gym
+    import torch
+    from torch import nn
+    from rl.storage import gae
+    torch.manual_seed(0)
+    envs = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    obs, _ = envs.reset(seed=0)
+    o, n = envs.single_observation_space.shape[0], envs.single_action_space.n
+
+    def mlp(out, gain):
+        layers = [nn.Linear(o, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, out)]
+        for layer, g in zip(layers[::2], (2 ** 0.5, 2 ** 0.5, gain)):
+            nn.init.orthogonal_(layer.weight, g)
+            nn.init.zeros_(layer.bias)
+        return nn.Sequential(*layers)
+    actor, critic = mlp(n, 0.01), mlp(1, 1.0)
+    a_opt, c_opt = torch.optim.Adam(actor.parameters(), lr), torch.optim.Adam(critic.parameters(), lr)
+    T = num_steps
+
+    def update():
+        nonlocal obs
+        b_obs, b_act, b_logp, b_val, b_rew, b_done = (np.zeros((T, num_envs) + s, d) for s, d in
+                                                      (((o,), np.float32), ((), np.int64), ((), np.float32),
+                                                       ((), np.float32), ((), np.float32), ((), np.float32)))
+        for t in range(T):
+            with torch.no_grad():
+                x = torch.from_numpy(obs.astype(np.float32))
+                dist = torch.distributions.Categorical(logits=actor(x))
+                action = dist.sample()
+                b_logp[t], b_val[t] = dist.log_prob(action).numpy(), critic(x).view(-1).numpy()
+            b_obs[t], b_act[t] = obs, action.numpy()
+            obs, r, term, trunc, info = envs.step(action.numpy())
+            b_rew[t], b_done[t] = r, term | trunc
+        with torch.no_grad():
+            nv = critic(torch.from_numpy(obs.astype(np.float32))).view(-1).numpy()
+        adv, ret = gae(b_rew, b_val, b_done, nv, gamma, lam)
+        x, act = torch.from_numpy(b_obs.reshape(-1, o)), torch.from_numpy(b_act.reshape(-1))
+        old, adv, ret = (torch.from_numpy(v.reshape(-1).astype(np.float32)) for v in (b_logp, adv, ret))
+        for _ in range(epochs):
+            idx = torch.randperm(len(x))
+            mb_adv = adv[idx]
+            mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+            dist = torch.distributions.Categorical(logits=actor(x[idx]))
+            ratio = (dist.log_prob(act[idx]) - old[idx]).exp()
+            loss = -torch.min(ratio * mb_adv, ratio.clamp(1 - clip, 1 + clip) * mb_adv).mean()
+            a_opt.zero_grad()
+            loss.backward()
+            a_opt.step()
+            v_loss = 0.5 * ((critic(x[idx]).view(-1) - ret[idx]) ** 2).mean()
+            c_opt.zero_grad()
+            v_loss.backward()
+            c_opt.step()
+
+    update()
+    t0 = time.perf_counter()
+    for _ in range(updates):
+        update()
+    total = time.perf_counter() - t0
+    return updates * T * num_envs / total, total / updates * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sac-iters", type=int, default=400)
+    parser.add_argument("--ppo-updates", type=int, default=12)
+    parser.add_argument("--record", action="store_true")
+    args = parser.parse_args()
+    try:
+        import torch
+        torch_threads = torch.get_num_threads()
+    except ImportError:
+        torch = None
+    rows = ["| algorithm | implementation | env steps / s | ms per iteration | vs PyTorch | time in compiled calls |",
+            "|---|---|---|---|---|---|"]
+    for algo, label, n, ref in (("ppo", "PPO CartPole-v1 (1 iteration = 256 env steps + 20+20 updates)",
+                                 args.ppo_updates, torch_ppo),
+                                ("sac", "SAC Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor, 1 alpha update)",
+                                 args.sac_iters, torch_sac)):
+        sps, ms_iter, inside = ours(algo, n)
+        ref_sps, ref_ms = ref(n) if torch else (None, None)
+        ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
+        rows.append(f"| {label} | train_rl.py (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
+        if ref_sps:
+            rows.append(f"| | PyTorch eager, CleanRL-style ({torch_threads} threads) | {ref_sps:.0f} | {ref_ms:.2f} | 1.00x | |")
+        print("\n".join(rows[-2:]), flush=True)
+    table = "\n".join(rows)
+    print(table)
+    if args.record:
+        record.append("RL training speed, MindSpore vs PyTorch", "python bench/bench_rl.py --record", table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""What every algorithm in rl/ shares: the vector environments, the record of finished episodes,
+CleanRL-style logging, deterministic evaluation, and the host state a checkpoint holds besides the
+Parameters (environment state, current observations, episodes, environment steps).
+
+An algorithm subclasses Agent and defines phases() (the driver phases of one iteration), state()
+(every Parameter a checkpoint holds) and deterministic_action(obs); before_save() and
+host_state() / load_host_state() when it keeps more host data (SAC: the replay buffer)."""
+import sys
+import time
+
+import numpy as np
+
+from loops.schedules import lr_at
+from rl.envs import action_spec, env_state, finished_episodes, make_envs, set_env_state
+
+KEEP_EPISODES = 100  # finished episodes kept in checkpoints (the metrics use the last 20 at most)
+
+
+class Agent:
+    def __init__(self, cfg, run):
+        self.cfg, self.run, self.rng = cfg, run, run.rng
+        self.envs, self.obs = make_envs(cfg.env, cfg.num_envs, cfg.seed)
+        self.discrete, self.n_actions, self.bounds = action_spec(self.envs)
+        self.obs_dim = self.obs.shape[1]
+        self.episodes, self.env_steps = [], 0
+        self.tick, self.tick_env_steps = time.perf_counter(), 0
+
+    def step_envs(self, env_action):
+        """One vector step; records finished episodes. Returns (obs, reward, terminated, truncated, info)."""
+        obs, reward, terminated, truncated, info = self.envs.step(env_action)
+        self.episodes += finished_episodes(info)
+        self.env_steps += self.cfg.num_envs
+        return obs.astype(np.float32), reward.astype(np.float32), terminated, truncated, info
+
+    def scheduled_lr(self, name, step):
+        """Model `name`'s learning rate at update `step`: --lr-<name> or --lr, annealed linearly to 0
+        over the run with --anneal-lr."""
+        base = getattr(self.cfg, f"lr_{name}") or self.cfg.lr
+        return lr_at(step, base, "linear" if self.cfg.anneal_lr else "constant", self.cfg.steps)
+
+    def before_save(self):
+        """Copy host data into Parameters before a checkpoint is written (default: nothing)."""
+
+    # ---- checkpoint meta: JSON, restored after the Parameters ----
+    def host_state(self):
+        return {"env_state": env_state(self.envs), "obs": self.obs.tolist(), "env_steps": self.env_steps,
+                "episodes": self.episodes[-KEEP_EPISODES:]}
+
+    def load_host_state(self, meta):
+        if not meta:
+            return
+        if meta.get("env_state") is not None:
+            set_env_state(self.envs, meta["env_state"])
+            self.obs = np.array(meta["obs"], np.float32)
+        else:  # not a classic-control environment: its state was not saved
+            print(f"note: {self.cfg.env} is not a classic-control environment: its state is not in the checkpoint, "
+                  "so the resumed run starts new episodes (not bit-identical to an uninterrupted run)",
+                  file=sys.stderr, flush=True)
+        self.env_steps = meta["env_steps"]
+        self.episodes = [tuple(e) for e in meta["episodes"]]
+        self.tick_env_steps = self.env_steps
+
+    # ---- logging, CleanRL's tags ----
+    def log_hook(self, step):
+        now = time.perf_counter()
+        values = {"charts/SPS": (self.env_steps - self.tick_env_steps) / max(now - self.tick, 1e-9),
+                  "charts/env_steps": self.env_steps}
+        recent = self.episodes[-20:]
+        if recent:
+            values["charts/episodic_return"] = float(np.mean([r for r, _ in recent]))
+            values["charts/episodic_length"] = float(np.mean([l for _, l in recent]))
+        self.tick, self.tick_env_steps = now, self.env_steps
+        self.run.logger.scalars(step, values)
+
+    def train_return(self, last):
+        """Mean return of the last `last` finished training episodes (None before the first)."""
+        recent = [r for r, _ in self.episodes[-last:]]
+        return float(np.mean(recent)) if recent else None
+
+    # ---- evaluation ----
+    def deterministic_action(self, obs):
+        """The action the trained policy takes without exploration (argmax / mean), for the env."""
+        raise NotImplementedError
+
+    def evaluate(self, episodes, seed=None):
+        """The deterministic policy on a fresh environment: returns of `episodes` episodes."""
+        return evaluate_policy(self.cfg.env, self.deterministic_action, episodes,
+                               self.cfg.seed + 10_000 if seed is None else seed)
+
+
+def evaluate_policy(env_id, act, episodes, seed):
+    envs, obs = make_envs(env_id, 1, seed)
+    returns = []
+    while len(returns) < episodes:
+        obs, _, _, _, info = envs.step(act(obs.astype(np.float32)))
+        returns += [r for r, _ in finished_episodes(info)]
+    envs.close()
+    return returns[:episodes]
