@@ -89,7 +89,7 @@ def main(argv):
             source = SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config))
             save_png(args.out, scatter_plot(out, source.centers))
         else:
-            save_png(args.out, image_grid(out[:256], columns=min(16, len(out))))
+            save_png(args.out, image_grid(out[:256]))
     print(f"wrote {args.out}: {out.shape[0]} samples from {gen.path}")
     return 0
 

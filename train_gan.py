@@ -15,7 +15,6 @@ import sys
 # before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
 os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 
-import json
 from dataclasses import dataclass
 
 from data import SOURCES, TOY
@@ -54,6 +53,14 @@ GANFlags = model_flags(RunConfig, {"g": "G", "d": "D"},
 
 @dataclass
 class GANConfig(GANFlags):
+    HELP_GROUPS = {
+        "data": ("dataset", "data_dir", "image_size", "conditional"),
+        "model": ("arch", "width", "z_dim", "spectral_norm", "amp"),
+        "loss and penalties": ("loss", "n_critic", "g_first", "pack", "r1", "r1_every", "gp", "weight_clip", "diffaug"),
+        "optimisation (shared; per model: --<flag>-<model>)": ("steps", "batch_size", "lr_schedule", "warmup", "ema"),
+        "evaluation and pictures": ("sample_every", "eval_every", "eval_samples"),
+        "run": ("steps_per_call", "distributed"),
+    }
     steps: int = opt(0, "iterations (D x n_critic, then G); 0: the dataset's default")
     dataset: str = opt("digits", "training data", sorted(SOURCES))
     data_dir: str = opt("", "directory of the file-based datasets (mnist, fashion-mnist, cifar10, folder)")
@@ -155,10 +162,24 @@ def main(argv):
         results = gan.final_results() if code == 0 else None
         run.finish(results)
         if results is not None and distributed.is_main():
-            summary = {k: round(v, 4) for k, v in results.items()
-                       if k in ("modes", "modes_pacgan", "hq", "fid", "precision", "recall")}
-            print(f"done: {cfg.steps} steps {json.dumps(summary)} run dir: {cfg.run_dir}")
+            print(summary_line(cfg, results, getattr(source, "centers", None)))
     return code
+
+
+def summary_line(cfg, results, centers):
+    """The last line of a run: its numbers with their scale, and where to look."""
+    parts = []
+    if "modes" in results:
+        k = len(centers)
+        parts.append(f"modes {results['modes']}/{k} (PacGAN's count {results.get('modes_pacgan', '?')}/{k}), "
+                     f"hq {results['hq']:.3f} (share of samples near a mode)")
+    if "fid" in results:
+        parts.append(f"FID {results['fid']:.4g} (lower is better), precision {results['precision']:.3f}, "
+                     f"recall {results['recall']:.3f}")
+    samples = sorted(os.listdir(os.path.join(cfg.run_dir, "samples")))
+    picture = os.path.join(cfg.run_dir, "samples", samples[-1]) if samples else "none"
+    return (f"done: {cfg.steps} steps; {'; '.join(parts)}; samples: {picture}; "
+            f"metrics: {os.path.join(cfg.run_dir, 'metrics.json')}; run dir: {cfg.run_dir}")
 
 
 if __name__ == "__main__":

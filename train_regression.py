@@ -75,7 +75,8 @@ def main(argv):
         if code == 0 and distributed.is_main():
             run.logger.text("metrics", cfg.steps, json.dumps(metrics))
         run.finish(metrics if code == 0 else None)
-    print(f"w={w:.4f} b={b:.4f} (true 2, 3) run dir: {cfg.run_dir}")
+    if code == 0:  # stopped early: the stop line with its resume command stays the last line
+        print(f"w={w:.4f} b={b:.4f} (true 2, 3) run dir: {cfg.run_dir}")
     return code
 
 

@@ -42,6 +42,9 @@ SAC_ONLY = ("buffer_size", "batch_size", "learning_starts", "tau", "policy_frequ
 @dataclass
 class RLConfig(RLFlags):
     RUNTIME_KEYS = RunConfig.RUNTIME_KEYS + ("total_steps", "eval_episodes")
+    HELP_GROUPS = {"algorithm and environment": ("algo", "env", "num_envs", "total_steps", "steps", "hidden", "gamma",
+                                                 "anneal_lr", "eval_episodes", "log_every"),
+                   "PPO": PPO_ONLY, "SAC": SAC_ONLY}
     algo: str = opt("ppo", "algorithm", ["ppo", "sac"])
     env: str = opt("", "gymnasium environment id (a Box observation space); auto: CartPole-v1 (ppo), Pendulum-v1 (sac)")
     num_envs: int = opt(0, "environments stepped side by side; 0: auto (ppo 8, sac 1)")

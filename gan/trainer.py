@@ -155,7 +155,7 @@ class GANTrainer:
         if not distributed.is_main():  # every rank refreshes G_ema (identical state); rank 0 samples
             return
         if self.source.kind == "toy":
-            picture = scatter_plot(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.source.centers)
+            picture = scatter_plot(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.source.centers, step=step)
         else:
             picture = image_grid(self.sample(self.fixed_z, *self.fixed_y).asnumpy())
         self.run.logger.image("samples", step, picture)

@@ -7,6 +7,7 @@ field defaults < `--config FILE` (JSON or `key = value` lines) < flags given on 
 import argparse
 import dataclasses
 import datetime
+import difflib
 import json
 import math
 import os
@@ -93,8 +94,23 @@ class RunConfig:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {message}{self.suggestion(message)}", file=sys.stderr)
         sys.exit(2)
+
+    def suggestion(self, message):
+        """"; did you mean --dataset?" for a near-miss flag or choice ("" when nothing is close)."""
+        if message.startswith("unrecognized arguments:"):
+            flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            guesses = [(word, difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.7))
+                       for word in message.split(":", 1)[1].split() if word.startswith("-")]
+            hints = [f"{match[0]} (for {word})" if len(guesses) > 1 else match[0] for word, match in guesses if match]
+            return f"; did you mean {', '.join(hints)}?" if hints else ""
+        if "invalid choice:" in message:
+            action = next((a for a in self._actions if a.choices and any(o in message for o in a.option_strings)), None)
+            word = message.split("invalid choice:", 1)[1].split("(")[0].strip().strip("'\"")
+            match = difflib.get_close_matches(word, [str(c) for c in action.choices], n=1, cutoff=0.6) if action else []
+            return f"; did you mean {match[0]!r}?" if match else ""
+        return ""
 
 
 def _type_name(f):
@@ -105,22 +121,45 @@ def _flag(name):
     return "--" + name.replace("_", "-")
 
 
+def help_groups(cls):
+    """{section title: field names} for --help: the script's HELP_GROUPS (data, model, ...), then
+    model_flags' optimisation and gradient-intervention flags, then RunConfig's as "run", then the rest."""
+    groups = {title: list(names) for title, names in getattr(cls, "HELP_GROUPS", {}).items()}
+    for title, names in list(getattr(cls, "FLAG_GROUPS", {}).items()) + [("run", [f.name for f in dataclasses.fields(RunConfig)])]:
+        groups.pop(title, None)  # keep its place after the script's own sections, its names first
+        groups[title] = list(names) + list(getattr(cls, "HELP_GROUPS", {}).get(title, ()))
+    placed = {n for names in groups.values() for n in names}
+    groups["other"] = [f.name for f in dataclasses.fields(cls) if f.name not in placed]
+    return groups
+
+
 def build_parser(cls, description):
     parser = _Parser(description=description, argument_default=argparse.SUPPRESS,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
-    for f in dataclasses.fields(cls):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    titles, sections = list(help_groups(cls).items()), {}
+    for title, names in titles:
+        for name in names:
+            if name in fields and name not in sections:
+                sections[name] = title  # the first section that lists a field gets it
+    order = [title for title, _ in titles]
+    groups = {}
+    for f in sorted(fields.values(), key=lambda f: order.index(sections[f.name])):
+        if sections[f.name] not in groups:
+            groups[sections[f.name]] = parser.add_argument_group(sections[f.name])
+        group = groups[sections[f.name]]
         help_text = f.metadata.get("help", "")
         # the help text already explains an "auto" default ("default: ...", "0: auto", "-1: auto")
         shown = "" if "default" in help_text or "auto" in help_text else f" (default: {f.default!r})"
         if _type_name(f) == "bool":
-            parser.add_argument(_flag(f.name), action="store_true", help=help_text)
+            group.add_argument(_flag(f.name), action="store_true", help=help_text)
             if f.default is True:
-                parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false")
+                group.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false")
             continue
         typ = {"int": int, "float": float, "str": str}[_type_name(f)]
         choices = f.metadata.get("choices")
         # "" is the internal "auto" value: reachable by leaving the flag out, so not a listed choice
-        parser.add_argument(_flag(f.name), type=typ, choices=[c for c in choices if c] if choices else None,
+        group.add_argument(_flag(f.name), type=typ, choices=[c for c in choices if c] if choices else None,
                             help=help_text + shown)
     return parser
 
@@ -190,6 +229,7 @@ def run_cli(main, argv=None):
     """Run `main(argv)`; turn UserError / RunFailure / WriteFailure into `error: ...` and exit status
     2 / 3 / 4 (the traceback only with --debug)."""
     argv = sys.argv[1:] if argv is None else argv
+    debris = not os.path.exists(MINDSPORE_DEBRIS)
     try:
         code = main(argv)
     except tuple(EXIT_STATUS) as e:
@@ -197,4 +237,27 @@ def run_cli(main, argv=None):
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         sys.exit(next(code for cls, code in EXIT_STATUS.items() if isinstance(e, cls)))
+    finally:
+        if debris:
+            move_debris("--debug" in argv)
     sys.exit(code or 0)
+
+
+# MindSpore writes a failed compile's IR (rank_0/om/analyze_fail.ir) into the working directory,
+# whatever save_graphs_path or MS_DEV_SAVE_GRAPHS_PATH say (2.10): not the place for it
+MINDSPORE_DEBRIS = "rank_0"
+
+
+def move_debris(say):
+    """Move a rank_0/ this process left in the working directory into a temp dir."""
+    if not os.path.isdir(MINDSPORE_DEBRIS):
+        return
+    import shutil
+    import tempfile
+    target = tempfile.mkdtemp(prefix="mindspore-ir-")
+    try:
+        shutil.move(MINDSPORE_DEBRIS, target)
+    except OSError:
+        return
+    if say:
+        print(f"note: MindSpore's compile IR moved to {os.path.join(target, MINDSPORE_DEBRIS)}", file=sys.stderr)

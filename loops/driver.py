@@ -31,6 +31,7 @@ import numpy as np
 from mindspore import Tensor, ops
 
 from loops.config import RunFailure
+from loops.logging import is_loss_tag
 from loops.step import maybe_jit
 
 
@@ -223,14 +224,10 @@ class NonFinite(RunFailure):
                          "(pass --skip-nonfinite to skip such updates instead)")
 
 
-def is_loss(tag):
-    return tag.startswith(("loss/", "losses/"))
-
-
 def check_finite(out, first, last):
     """Raise NonFinite if a loss in `out` is NaN/Inf. One scalar sync per loss and call."""
     for tag, value in out.items():
-        if is_loss(tag) and not np.isfinite(float(value.asnumpy())):
+        if is_loss_tag(tag) and not np.isfinite(float(value.asnumpy())):
             raise NonFinite(tag, first, last)
 
 
@@ -251,12 +248,20 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     latest = {}  # the newest value of every tag: interval phases log their last result
     step = start_step
     tick, tick_step = time.perf_counter(), start_step
+    first = True
     with StopRequest() as stop:
         while step < steps:
+            if first:
+                logger.note("compiling the training step (the first call builds the graph)...")
+                compile_start = time.perf_counter()
             if multi is not None and steps - step >= multi.k:
                 out, n = multi.run(step), multi.k
             else:  # single-step mode, or the tail shorter than one multi-step call
                 out, n = run_iteration(phases, step), 1
+            if first:
+                first_call = f"{n} steps (one call)" if n > 1 else "step"
+                logger.note(f"compiled; the first {first_call} took {time.perf_counter() - compile_start:.1f} s")
+                first = False
             prev, step = step, step + n
             if stop_on_nonfinite:
                 check_finite(out, prev + 1, step)

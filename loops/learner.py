@@ -142,8 +142,12 @@ def model_flags(base, models, **shared):
     def validate(self):  # the derived config checks these flags' ranges too
         base.validate(self)
         check_model_flags(self)
+    transform_flags = {t.flag for t in transforms.TRANSFORMS}
+    interventions = [f[0] for f in fields if f[0] in transform_flags or f[0].rsplit("_", 1)[0] in transform_flags]
+    groups = {"optimisation (shared; per model: --<flag>-<model>)": [f[0] for f in fields if f[0] not in interventions],
+              "gradient interventions (shared; per model: --<flag>-<model>)": interventions}
     cls = dataclasses.make_dataclass(base.__name__ + "WithModels", fields, bases=(base,),
-                                     namespace={"validate": validate, "MODELS": dict(models)})
+                                     namespace={"validate": validate, "MODELS": dict(models), "FLAG_GROUPS": groups})
     return cls
 
 

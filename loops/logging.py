@@ -68,6 +68,20 @@ def config_table(config):
     return "\n".join(rows)
 
 
+def is_loss_tag(tag):
+    return tag.startswith(("loss/", "losses/"))
+
+
+LINE_EVERY_S = 10.0  # plain progress lines: at most one per this many seconds, and the last step
+
+
+def format_seconds(seconds):
+    if seconds == float("inf"):
+        return "?"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{secs:02d}s"
+
+
 class RunLogger:
     """TensorBoard writer plus progress bar. `enabled=False` (non-zero ranks) makes it a no-op."""
 
@@ -81,11 +95,38 @@ class RunLogger:
         show = progress and enabled and sys.stderr.isatty()
         self.bar = tqdm(total=total_steps, initial=start_step, disable=not show, dynamic_ncols=True,
                         unit="step")
+        # without a bar (output redirected, --no-progress): plain lines, at most one per LINE_EVERY_S
+        self.lines = enabled and not show
+        self.total, self.start, self.started = total_steps, start_step, time.monotonic()
+        self.last_line, self.last_step = None, None
+        self.run_dir, self.history = run_dir, {}  # loss tag -> [(step, value)], drawn into losses.png at close
+
+    def note(self, message):
+        """One status line on stdout (rank 0), clear of the progress bar."""
+        if self.enabled:
+            self.bar.write(message, file=sys.stdout)
+            sys.stdout.flush()
+
+    def progress_line(self, step):
+        now = time.monotonic()
+        if not self.lines or step == self.last_step or (self.last_line is not None and step < self.total
+                                                        and now - self.last_line < LINE_EVERY_S):
+            return
+        self.last_line, self.last_step = now, step
+        rate = (step - self.start) / max(now - self.started, 1e-9)
+        eta = (self.total - step) / rate if rate > 0 else float("inf")
+        shown = " ".join(f"{k}={v:.4g}" for k, v in self.latest.items()
+                         if k.startswith("loss/") or k in self.progress_tags[1:])
+        self.note(f"step {step}/{self.total} ({100 * step / max(1, self.total):.0f}%) {rate:.3g} steps/s "
+                  f"ETA {format_seconds(eta)} {shown}".rstrip())
 
     def scalars(self, step, values):
         """Log a dict of tag -> Tensor/float; returns the host floats (for metrics.json)."""
         floats = {k: to_float(v) for k, v in values.items()}
         self.latest.update(floats)
+        for tag, value in floats.items():
+            if is_loss_tag(tag):
+                self.history.setdefault(tag, []).append((step, value))
         if self.enabled:
             for tag, value in floats.items():
                 self.writer.add(scalar(tag, value), step)
@@ -94,6 +135,7 @@ class RunLogger:
                  if k.startswith("loss/") or k in self.progress_tags}
         if short:  # a hook's own values (e.g. episode returns) must not wipe the losses shown
             self.bar.set_postfix(short, refresh=False)
+            self.progress_line(step)
         return floats
 
     def image(self, tag, step, hwc_uint8):
@@ -111,3 +153,20 @@ class RunLogger:
         self.bar.close()
         if self.enabled:
             self.writer.close()
+            self.save_loss_curves()
+
+    def save_loss_curves(self):
+        """losses.png in the run dir: every loss over the steps logged in this process, one panel each
+        (for a look without TensorBoard; a resumed run draws its own part)."""
+        if not self.history:
+            return
+        from PIL import Image
+        from loops.files import WriteFailure, atomic_write
+        from loops.plots import panels
+        rows = [(tag, [s for s, _ in points], [v for _, v in points]) for tag, points in sorted(self.history.items())]
+        picture = Image.fromarray(panels(f"losses vs step, {self.run_dir}", rows))
+        try:
+            atomic_write(os.path.join(self.run_dir, "losses.png"), lambda tmp: picture.save(tmp, format="PNG"),
+                         "loss curves")
+        except WriteFailure as e:
+            print(f"warning: {e}", file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ never leaves a stale one.
 """
 import fcntl
 import os
+import shlex
 import sys
 
 from loops import checkpoint, distributed, rundir, runtime
@@ -31,6 +32,7 @@ class Run:
         # first: with --distributed, the msrun scheduler process stops in here
         self.rng, self.device = runtime.setup(cfg, convolutions=convolutions)
         self.resume_from, self.start, self.logger, self.lock = None, 0, None, None
+        self.script, self.what = os.path.basename(sys.argv[0]), ""  # for the start line
         self.failed_saves = 0  # consecutive checkpoint writes that failed
         self.state, self.meta_fn = [], dict
 
@@ -38,6 +40,7 @@ class Run:
         """Resolve, check, create and lock the run dir (rank 0; the other ranks only find the
         checkpoint to resume). Name parts go into the default run dir name."""
         cfg = self.cfg
+        self.what = " ".join(str(p) for p in name_parts)
         if distributed.is_main():
             if not cfg.run_dir:
                 cfg.run_dir = rundir.default_run_dir(script, *name_parts, cfg.seed)
@@ -84,6 +87,9 @@ class Run:
             rundir.write_config(cfg)
         self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
                                 enabled=distributed.is_main())
+        steps = f"steps {self.start}->{cfg.steps} (resumed)" if self.start else f"{cfg.steps} steps"
+        self.logger.note(f"start: {self.script} {self.what} on {self.device}, {steps}, seed {cfg.seed}, "
+                         f"run dir {cfg.run_dir}")
         return self.logger
 
     def save(self, step, final=True):
@@ -120,6 +126,11 @@ class Run:
                                 logger=self.logger, save=save or self.save, ckpt_every=cfg.ckpt_every, hooks=hooks,
                                 steps_per_call=getattr(cfg, "steps_per_call", 1), fuse=fuse,
                                 stop_on_nonfinite=stop_on_nonfinite)
+        if code and distributed.is_main():  # stopped by a signal, after saving
+            path = checkpoint.latest(cfg.run_dir)
+            step = checkpoint.PATTERN.search(path).group(1).lstrip("0") or "0" if path else "?"
+            self.logger.note(f"stopped at step {step} (signal {code - 128}), checkpoint saved: {path}; "
+                             f"resume with: {resume_command(cfg.run_dir)}")
         return code
 
     def write_metrics(self, metrics):
@@ -128,10 +139,13 @@ class Run:
             rundir.write_metrics(self.cfg.run_dir, metrics)
 
     def finish(self, metrics=None):
-        """Final metrics.json (rank 0; None: leave it), one digest line per rank under --distributed."""
+        """Final metrics.json (rank 0; None: leave it), one digest line per rank under --distributed,
+        and where to look: TensorBoard's command (the script's summary line comes after this)."""
         if metrics is not None:
             self.write_metrics(metrics)
         distributed.report(self.state)  # equal digests: bit-identical ranks
+        if self.logger is not None and metrics is not None:
+            self.logger.note(f"watch it: tensorboard --logdir {os.path.dirname(os.path.abspath(self.cfg.run_dir))}")
         self.close()
 
     def close(self):
@@ -147,6 +161,16 @@ class Run:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def resume_command(run_dir):
+    """This process's command line with --run-dir set and --resume added: how to continue it."""
+    args = sys.argv[1:]
+    if "--run-dir" not in args and not any(a.startswith("--run-dir=") for a in args):
+        args = args + ["--run-dir", run_dir]
+    if "--resume" not in args:
+        args = args + ["--resume"]
+    return shlex.join(["python", sys.argv[0]] + args)
 
 
 def lock_run_dir(run_dir, resume):

@@ -66,7 +66,9 @@ def main(argv):
     existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
     existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(gen.path), ema=not args.no_ema)
     rundir.write_metrics(args.run_dir, existing)
-    print(json.dumps({k: v for k, v in metrics.items() if not isinstance(v, list)}, indent=2))
+    shown = {k: v for k, v in metrics.items() if not isinstance(v, list)}
+    print(json.dumps({"checkpoint": gen.path, "step": meta["step"], "samples": n, "ema": not args.no_ema, **shown},
+                     indent=2))
     return 0
 
 

@@ -4,12 +4,10 @@ rendering where it can render (gymnasium's classic control draws through pygame,
 dependency: `pip install pygame`)."""
 import gymnasium as gym
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from loops.files import atomic_write
-
-COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
-          (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]
+from loops.plots import panels
 
 
 def can_render():
@@ -41,30 +39,12 @@ def record_episode(env_id, act, seed, frames=False):
     return {k: (np.asarray(v, np.float32) if k != "frames" else v) for k, v in out.items()}
 
 
-def plot_episode(episode, title, width=720, panel=150):
-    """Three stacked line charts (observation components, actions, reward) as an HWC uint8 array."""
-    rows = [("observation", episode["obs"].reshape(len(episode["obs"]), -1)),
-            ("action", episode["actions"].reshape(len(episode["actions"]), -1).astype(np.float32)),
-            ("reward", episode["rewards"].reshape(-1, 1))]
-    canvas = Image.new("RGB", (width, 24 + len(rows) * (panel + 10)), "white")
-    draw = ImageDraw.Draw(canvas)
-    draw.text((8, 6), title, fill="black")
-    left, right = 60, width - 10
-    for r, (name, series) in enumerate(rows):
-        top = 24 + r * (panel + 10)
-        bottom = top + panel - 14
-        lo, hi = float(series.min()), float(series.max())
-        if hi - lo < 1e-9:
-            lo, hi = lo - 1, hi + 1
-        draw.rectangle([left, top, right, bottom], outline=(180, 180, 180))
-        draw.text((4, top), f"{hi:.3g}", fill="gray")
-        draw.text((4, bottom - 10), f"{lo:.3g}", fill="gray")
-        draw.text((left + 4, bottom + 1), f"{name} vs step (0..{len(series) - 1})", fill="black")
-        xs = left + np.arange(len(series)) / max(1, len(series) - 1) * (right - left)
-        for k in range(series.shape[1]):
-            ys = bottom - (series[:, k] - lo) / (hi - lo) * (bottom - top)
-            draw.line(list(zip(xs.tolist(), ys.tolist())), fill=COLORS[k % len(COLORS)], width=2)
-    return np.asarray(canvas)
+def plot_episode(episode, title):
+    """Observation components, actions and reward over the episode's steps (loops/plots.py panels)."""
+    steps = np.arange(len(episode["rewards"]))
+    return panels(title, [("observation vs step", steps, episode["obs"].reshape(len(steps), -1)),
+                          ("action vs step", steps, episode["actions"].reshape(len(steps), -1)),
+                          ("reward vs step", steps, episode["rewards"])])
 
 
 def save_png(path, hwc):

@@ -110,8 +110,13 @@ def test_second_process_on_a_training_run_dir_refuses_with_one_line(tmp_path):
         assert not (run / "checkpoints").exists()  # nothing of the refused processes' was written
     finally:
         first.send_signal(signal.SIGTERM)
-        first.wait(timeout=300)
+        out = first.communicate(timeout=300)[0].decode()
     assert first.returncode == 128 + signal.SIGTERM
+    # it says so, and how to continue: the exact command, run dir and --resume added
+    stop_line = out.strip().splitlines()[-1]
+    [(step, path)] = re.findall(r"^stopped at step (\d+) \(signal 15\), checkpoint saved: (\S+);", stop_line)
+    assert path.endswith(f"step_{int(step):08d}.ckpt") and stop_line.endswith(
+        f"resume with: python train_regression.py --run-dir {run} --steps 10000000 --log-every 10 --resume"), out
     [stopped] = list((run / "checkpoints").iterdir())  # the first run's own, saved at SIGTERM
     step = int(stopped.name[len("step_"):-len(".ckpt")])
     run_script("train_regression.py", "--run-dir", run, "--resume", "--steps", step + 2)
@@ -160,3 +165,97 @@ def test_entry_scripts_stay_short_compositions(script, max_lines):
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef):
                 assert node.end_lineno - node.lineno < 60, (path, node.name)
+
+
+def test_redirected_output_shows_start_compile_progress_and_ends_with_the_summary(tmp_path):
+    """Output to a file or pipe (no TTY, no bar): a start line, the compile line, plain progress
+    lines with steps/s and ETA, the TensorBoard hint, and the script's result as the last line."""
+    run = tmp_path / "run"
+    proc = run_script("train_regression.py", "--run-dir", run, "--steps", 200, "--log-every", 50)
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == f"start: train_regression.py linear mse on CPU, 200 steps, seed 0, run dir {run}"
+    assert lines[1].startswith("compiling") and lines[2].startswith("compiled; the first step took")
+    progress = [l for l in lines if l.startswith("step ")]
+    assert progress[0].startswith("step 50/200 (25%)") and progress[-1].startswith("step 200/200 (100%)")
+    assert all("steps/s ETA" in l and "loss/train=" in l for l in progress)
+    assert lines[-2] == f"watch it: tensorboard --logdir {tmp_path}"
+    assert lines[-1].startswith("w=") and lines[-1].endswith(f"run dir: {run}")
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["--datset", "ring8"], "did you mean --dataset?"),
+    (["--loss", "nss"], "did you mean 'ns'?"),
+    (["--stpes", "3", "--datset", "ring8"], "did you mean --steps (for --stpes), --dataset (for --datset)?"),
+])
+def test_near_miss_flags_and_choices_get_a_suggestion(argv, hint, capsys):
+    import train_gan
+    with pytest.raises(SystemExit) as e:
+        train_gan.parse_config(train_gan.GANConfig, argv, "")
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and err.startswith("error: ") and err.endswith(hint) and "\n" not in err
+
+
+def test_mindspore_compile_debris_leaves_the_working_directory(tmp_path, monkeypatch, capsys):
+    """A failed compile makes MindSpore write rank_0/om/analyze_fail.ir into the working directory;
+    run_cli moves it to a temp dir (and says where under --debug); a rank_0 that was there before stays."""
+    from loops.config import run_cli
+    monkeypatch.chdir(tmp_path)
+
+    def failing_compile(argv):
+        os.makedirs("rank_0/om")
+        (tmp_path / "rank_0/om/analyze_fail.ir").write_text("ir")
+        raise UserError("bad input")
+    with pytest.raises(SystemExit) as e:
+        run_cli(failing_compile, ["--debug"])
+    assert e.value.code == 2 and not (tmp_path / "rank_0").exists()
+    moved = re.search(r"compile IR moved to (\S+)", capsys.readouterr().err).group(1)
+    assert os.path.isfile(os.path.join(moved, "om", "analyze_fail.ir"))
+    os.makedirs("rank_0")  # someone else's: not touched
+    with pytest.raises(SystemExit):
+        run_cli(lambda argv: 0, [])
+    assert (tmp_path / "rank_0").is_dir()
+
+
+def test_help_is_grouped_into_sections():
+    for script, sections in (("train_gan.py", ["data", "model", "loss and penalties", "evaluation and pictures",
+                                               "optimisation", "gradient interventions", "run"]),
+                             ("train_rl.py", ["algorithm and environment", "PPO", "SAC", "optimisation",
+                                              "gradient interventions", "run"])):
+        out = run_script(script, "--help").stdout
+        titles = [l.split(" (")[0].rstrip(":") for l in out.splitlines() if l and not l.startswith(" ") and l.endswith(":")]
+        assert titles == ["options"] + sections, titles
+        assert "other:" not in out  # every flag has its section
+        section_of = {}
+        for line in out.splitlines():
+            if line and not line.startswith(" ") and line.endswith(":"):
+                current = line.split(" (")[0].rstrip(":")
+            elif line.startswith("  --"):
+                section_of[line.split()[0]] = current
+        expected = {"--dataset": "data", "--r1": "loss and penalties", "--lr-g": "optimisation",
+                    "--clip-norm-d": "gradient interventions", "--resume": "run"} if script == "train_gan.py" else \
+            {"--env": "algorithm and environment", "--clip-coef": "PPO", "--tau": "SAC", "--lr-alpha": "optimisation"}
+        assert {k: section_of[k] for k in expected} == expected
+
+
+def test_pictures_are_legible_square_grids_and_labelled_scatter_plots():
+    from gan.pictures import image_grid, scatter_plot
+    digits = np.random.default_rng(0).uniform(-1, 1, (64, 1, 8, 8)).astype(np.float32)
+    grid = image_grid(digits)
+    assert grid.shape == (8 * 66 + 2, 8 * 66 + 2, 3)  # 8 x 8 digits, each upscaled 8x to 64 pixels
+    assert image_grid(digits[:20]).shape[:2] == (4 * 66 + 2, 5 * 66 + 2)  # ceil(sqrt(20)) = 5 columns
+    centers = np.array([[2.0, 0.0], [-2.0, 0.0]])
+    bare = scatter_plot(np.zeros((0, 2)), centers, step=None)
+    labelled = scatter_plot(np.zeros((0, 2)), centers, step=1234)
+    assert bare.shape == labelled.shape and bare.shape[0] > 320  # margins for the axes and caption
+    caption = (slice(0, 28), slice(28, None))
+    assert (labelled[caption] != bare[caption]).any()  # the step is written in the caption
+    assert (bare[caption] < 128).any()  # and the legend is there without it
+
+
+def test_every_run_leaves_a_loss_curve_picture(tmp_path):
+    from PIL import Image
+    run = tmp_path / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 60, "--log-every", 10)
+    picture = np.asarray(Image.open(run / "losses.png"))
+    assert picture.shape[1] == 720 and picture.shape[0] > 150
+    assert (picture[40:150, 60:710] != 255).any()  # a curve inside the panel

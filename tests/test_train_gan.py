@@ -2,6 +2,7 @@
 generate determinism, CLI errors."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ def test_toy_generate_png_and_npy(toy_run, tmp_path):
     run_script("generate.py", toy_run, "--num", 100, "--out", tmp_path / "s.npy")
     assert np.load(tmp_path / "s.npy").shape == (100, 2)
     run_script("generate.py", toy_run, "--num", 100, "--out", tmp_path / "s.png")
-    assert Image.open(tmp_path / "s.png").size == (320, 320)
+    assert Image.open(tmp_path / "s.png").size == (320 + 36, 320 + 56)  # the 320-pixel plot, axes and caption
     m = json.loads((toy_run / "metrics.json").read_text())
     assert {"modes", "modes_pacgan", "hq", "reverse_kl", "loss_d", "loss_g"} <= set(m) and m["step"] == 5
 
@@ -225,3 +226,13 @@ def test_ring8_defaults_cover_all_modes_with_high_quality(tmp_path):
     # seeds 0-9 on this machine: 8/8 modes on every seed, hq 0.913 +- 0.021 (min 0.870, max 0.941);
     # the bound is the mean minus 3 std, so another seed or CPU passes unless something broke
     assert m["step"] == 5000 and m["modes"] == 8 and m["hq"] >= 0.85, {k: m[k] for k in ("modes", "hq", "mode_counts")}
+
+
+def test_summary_line_and_metrics_cli_give_numbers_their_context(tmp_path):
+    run = tmp_path / "toy"
+    proc = run_script("train_gan.py", "--run-dir", run, *TINY_TOY, "--steps", 4, "--sample-every", 2)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert re.match(r"done: 4 steps; modes \d/8 \(PacGAN's count \d/8\), hq \d\.\d{3} \(share of samples near a "
+                    r"mode\); samples: \S+step_00000004\.png; metrics: \S+metrics\.json; run dir: ", last), last
+    out = json.loads(run_script("-m", "metrics", run, "--num", 100).stdout)
+    assert out["samples"] == 100 and out["step"] == 4 and out["checkpoint"].endswith("step_00000004.ckpt")
