@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from loops.config import RunConfig, opt, parse_config, run_cli
 from loops.driver import Hook
-from loops.learner import model_flags
+from loops.learner import model_flags, settings
 from loops.run import Run
 
 MODELS = {"actor": "the actor", "critic": "the critic (SAC: both Q networks)", "alpha": "SAC's temperature"}
@@ -52,7 +52,7 @@ class RLConfig(RLFlags):
     steps: int = opt(0, "driver iterations (see above); 0: from --total-steps")
     hidden: int = opt(0, "hidden units of every network's two layers; 0: auto (ppo 64 tanh, sac 256 relu)")
     gamma: float = opt(0.0, "discount; 0: auto (ppo 0.98, sac 0.99)")
-    anneal_lr: bool = opt(True, "anneal the learning rates linearly to 0 over the run")
+    anneal_lr: bool = opt(True, "anneal the learning rates linearly to 0 over the run (CleanRL's SAC: constant)")
     eval_episodes: int = opt(10, "episodes of the deterministic policy evaluated at the end")
     log_every: int = opt(0, "log every N iterations; 0: auto (ppo 10, sac 250)")
     # PPO
@@ -94,8 +94,14 @@ class RLConfig(RLFlags):
             self.check_positive("buffer_size", "batch_size", "policy_frequency")
             self.check_non_negative("learning_starts", "alpha")
             self.check(0 < self.tau <= 1, f"--tau must be in (0, 1], got {self.tau}")
-            self.check(self.total_steps > self.learning_starts,
+            self.check(self.learning_starts <= self.buffer_size,
+                       f"--learning-starts ({self.learning_starts}) must not exceed --buffer-size ({self.buffer_size})")
+            self.check(self.steps > 0 or self.total_steps > self.learning_starts,
                        f"--total-steps ({self.total_steps}) must exceed --learning-starts ({self.learning_starts})")
+            if self.alpha > 0:  # a fixed temperature: there is no alpha model to configure
+                for key in (k for k in fields if k.endswith("_alpha")):
+                    self.check(getattr(self, key) == fields[key].default,
+                               f"--{key.replace('_', '-')} needs a learned temperature (--alpha 0), not --alpha {self.alpha}")
             updates = (self.total_steps - self.learning_starts) // self.num_envs
         if self.steps == 0:
             self.steps = max(1, updates)
@@ -115,7 +121,9 @@ def main(argv):
         def save(step, final=True):
             agent.before_save()
             run.save(step, final)
-        code = run.train(agent.phases(), hooks=[Hook(cfg.log_every, agent.log_hook)], save=save, fuse=True)
+        skip = any(settings(cfg, m)["skip_nonfinite"] for m in cfg.MODELS)  # else a NaN loss stops the run
+        code = run.train(agent.phases(), hooks=[Hook(cfg.log_every, agent.log_hook)], save=save, fuse=True,
+                         stop_on_nonfinite=not skip)
         results = None
         if code == 0:
             returns = agent.evaluate(cfg.eval_episodes)

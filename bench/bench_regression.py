@@ -48,8 +48,7 @@ def ours(mode, data, k=1):
         multi.run(0)  # compile
         start = time.perf_counter()
         for i in range(len(data) // k - 1):
-            out = multi.run(i * k)
-        out["loss"].asnumpy()
+            multi.run(i * k)  # host floats: each call ends synced
         return (time.perf_counter() - start) / (len(data) - k), model
     tensors = [(Tensor.from_numpy(x), Tensor.from_numpy(y)) for x, y in data]
     step(*tensors[0])  # compile

@@ -234,7 +234,7 @@ def main():
                                  args.ppo_updates, torch_ppo),
                                 ("sac", "SAC Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor, 1 alpha update)",
                                  args.sac_iters, torch_sac)):
-        sps, ms_iter, inside = ours(algo, n)
+        sps, ms_iter, inside = ours(algo, n, ["--no-anneal-lr"])  # constant rates, as the PyTorch side
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
         rows.append(f"| {label} | train_rl.py (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")

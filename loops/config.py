@@ -106,7 +106,8 @@ class _Parser(argparse.ArgumentParser):
             hints = [f"{match[0]} (for {word})" if len(guesses) > 1 else match[0] for word, match in guesses if match]
             return f"; did you mean {', '.join(hints)}?" if hints else ""
         if "invalid choice:" in message:
-            action = next((a for a in self._actions if a.choices and any(o in message for o in a.option_strings)), None)
+            flag = message.split(":", 1)[0].replace("argument ", "").split("/")[0].strip()  # "argument --loss: ..."
+            action = next((a for a in self._actions if a.choices and flag in a.option_strings), None)
             word = message.split("invalid choice:", 1)[1].split("(")[0].strip().strip("'\"")
             match = difflib.get_close_matches(word, [str(c) for c in action.choices], n=1, cutoff=0.6) if action else []
             return f"; did you mean {match[0]!r}?" if match else ""

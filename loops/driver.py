@@ -12,12 +12,13 @@ RNG stream, so the weights are bit-identical, but one call (and one host round t
 iterations instead of ~3 per iteration; per-call overhead dominates small models on CPU.
 `fuse=True` uses the same engine with K=1 (one call per iteration, all phases inside, a phase's
 repeats in a loop of their own): for algorithms whose
-next iteration's inputs depend on this iteration's weights (an RL agent acts between updates).
+next iteration's inputs depend on this iteration's weights (a model acting between updates).
 On this project's 2-core VMs a compiled call that updates Parameters sometimes costs 5-50 ms of
 spinning runtime threads whatever its size, while the same updates looped inside one call cost
-~3 ms each (bench/RESULTS.md, RL speed): fewer, bigger calls are the cure.
+~3 ms each (bench/RESULTS.md): fewer, bigger calls are the cure.
 
-Values are synced to the host only at `log_every`. Hooks and checkpoints run at their own
+Single-step mode reads values on the host only at `log_every` (and each loss for the non-finite
+check); a multi-step call returns its tags' means as host floats (one sync per call). Hooks and checkpoints run at their own
 intervals (in multi-step mode: after the call that crosses them). SIGINT/SIGTERM finish the
 current call, save a checkpoint, and stop.
 """
@@ -107,6 +108,8 @@ class MultiStep:
     """
 
     def __init__(self, phases, k):
+        if not any(p.tags for p in phases):
+            raise ValueError("the multi-step engine needs at least one phase with tagged outputs")
         if any((p.every != 1 or (p.repeat != 1 and k == 1)) and not p.tags for p in phases):
             raise ValueError("an interval phase, or a repeated one at K=1, needs a tagged output (it runs under a "
                              "branch or loop that returns it)")
@@ -127,7 +130,7 @@ class MultiStep:
                 phase_sum = None
                 if phase.repeat > 1 and k == 1:
                     # one iteration per call (fuse): the repeats as a loop of their own, so the graph (and
-                    # its compile time) does not grow with PPO's epochs x minibatches. Not inside the K-loop:
+                    # its compile time) does not grow with the number of repeats. Not inside the K-loop:
                     # there nested control flow leaks memory (~45 KB per run, MindSpore 2.10 CPU)
                     phase_sum = ops.zeros((len(phase.tags),), ms.float32)
                     r = Tensor(0, ms.int32)
@@ -197,12 +200,14 @@ class MultiStep:
         counts = runs.sum(0)
         weights = np.concatenate([np.full(len(p.tags), 1.0 / max(1, n * p.repeat), np.float32)
                                   for p, n in zip(phases, counts)])
-        means = self.fn(host_tensor(runs), host_tensor(weights), *stacked)
+        # one host sync per call, for all tags at once: indexing the Tensor per tag cost an eager op
+        # each, and the non-finite check reads every loss anyway
+        means = self.fn(host_tensor(runs), host_tensor(weights), *stacked).asnumpy()
         out, j = {}, 0
         for phase, n in zip(phases, counts):
             for tag in phase.tags:
                 if n:
-                    out[tag] = means[j]
+                    out[tag] = float(means[j])
                 j += 1
         return out
 
@@ -218,7 +223,7 @@ class NonFinite(RunFailure):
     def __init__(self, tag, first, last):
         self.tag, self.first, self.last = tag, first, last
         where = f"step {last}" if first == last else f"one of steps {first}-{last}"
-        # loss/<name>: the model declared under that name; losses/<...>: CleanRL-style names
+        # loss/<name>: the model declared under that name; losses/<...>: other naming conventions
         whose = f" of model {tag.split('/')[-1]!r}" if tag.startswith("loss/") else ""
         super().__init__(f"{tag}{whose} became NaN/Inf at {where}; stopped without saving that state "
                          "(pass --skip-nonfinite to skip such updates instead)")
@@ -227,7 +232,7 @@ class NonFinite(RunFailure):
 def check_finite(out, first, last):
     """Raise NonFinite if a loss in `out` is NaN/Inf. One scalar sync per loss and call."""
     for tag, value in out.items():
-        if is_loss_tag(tag) and not np.isfinite(float(value.asnumpy())):
+        if is_loss_tag(tag) and not np.isfinite(float(value.asnumpy() if hasattr(value, "asnumpy") else value)):
             raise NonFinite(tag, first, last)
 
 

@@ -1,5 +1,5 @@
 """Exponential moving average of a model's weights (Polyak averaging: an EMA copy
-for sampling, Karras et al. 2018 and Yazici et al. 2019; a reinforcement-learning target network).
+for sampling, Karras et al. 2018 and Yazici et al. 2019; a target network moved by Polyak averaging).
 
 `target` is a second instance of the same model (eval mode, its own parameter names, e.g. `g_ema.*`):
 ema <- decay * ema + (1 - decay) * source for trainable weights; non-trainable state (BatchNorm

@@ -1,6 +1,6 @@
 """Line charts without a plotting library (Pillow only): stacked panels, one per series, as an HWC
-uint8 array. Used for the loss curves every run leaves in its run dir (losses.png) and for plots of
-one RL episode."""
+uint8 array. Used for the loss curves every run leaves in its run dir (losses.png) and for any
+other series a script wants to draw."""
 import numpy as np
 from PIL import Image, ImageDraw
 

@@ -31,7 +31,14 @@ def main(argv):
     parser.add_argument("--episodes", type=int, default=0, help="RL: episodes (default: the run's --eval-episodes)")
     parser.add_argument("--gif", action="store_true", help="RL: also save the episode as an animated GIF (pygame)")
     args = parser.parse_args(argv)
-    if is_rl_run(args.run_dir):
+    kind = run_kind(args.run_dir)
+    rl_only = [f for f, on in (("--episodes", args.episodes), ("--gif", args.gif)) if on]
+    gan_only = [f for f, on in (("--num", args.num), ("--no-ema", args.no_ema), ("--fid-weights", args.fid_weights)) if on]
+    if kind == "rl" and gan_only:
+        raise UserError(f"{', '.join(gan_only)}: for train_gan.py runs; {args.run_dir} is a train_rl.py run")
+    if kind == "gan" and rl_only:
+        raise UserError(f"{', '.join(rl_only)}: for train_rl.py runs; {args.run_dir} is a train_gan.py run")
+    if kind == "rl":
         if args.episodes < 0:
             raise UserError(f"--episodes must be >= 0 (0: the run's --eval-episodes), got {args.episodes}")
         from rl.evaluate import evaluate_run
@@ -72,13 +79,20 @@ def main(argv):
     return 0
 
 
-def is_rl_run(run_dir):
-    """A train_rl.py run: its config.json names an RL algorithm."""
+def run_kind(run_dir):
+    """"rl" (config.json names an algorithm), "gan" (a latent size and a dataset), or "gan" when there
+    is no readable config.json (the GAN path then reports what is missing); UserError for other runs."""
+    from loops.config import UserError
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
-            return "algo" in json.load(f)
+            config = json.load(f)
     except (OSError, ValueError):
-        return False
+        return "gan"
+    if "algo" in config:
+        return "rl"
+    if "z_dim" in config and "dataset" in config:
+        return "gan"
+    raise UserError(f"{run_dir} is neither a train_gan.py nor a train_rl.py run: nothing to evaluate")
 
 
 if __name__ == "__main__":

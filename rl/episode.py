@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 from PIL import Image
 
+from loops.config import UserError
 from loops.files import atomic_write
 from loops.plots import panels
 
@@ -28,7 +29,11 @@ def record_episode(env_id, act, seed, frames=False):
     done = False
     while not done:
         if frames:
-            out["frames"].append(env.render())
+            frame = env.render()
+            if not isinstance(frame, np.ndarray):
+                env.close()
+                raise UserError(f"--gif: {env_id} does not render rgb_array frames")
+            out["frames"].append(frame)
         action = act(obs[None].astype(np.float32))[0]
         out["obs"].append(obs)
         out["actions"].append(action)

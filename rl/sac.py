@@ -12,7 +12,8 @@ One driver iteration = one vector step of the environments (after --learning-sta
 random actions) + one critic step (with its target update, in the same compiled call); every
 --policy-frequency iterations, that many actor and temperature steps (each actor step followed by a
 temperature step, in one compiled call). Exploration and the policy's reparameterisation noise are
-drawn on the host, so the host RNG alone decides a run.
+drawn on the host, so the host RNG alone decides a run. Unlike CleanRL, the learning rates anneal
+linearly to 0 by default (train_rl.py --anneal-lr; --no-anneal-lr: constant).
 """
 import math
 

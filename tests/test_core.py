@@ -259,3 +259,10 @@ def test_every_run_leaves_a_loss_curve_picture(tmp_path):
     picture = np.asarray(Image.open(run / "losses.png"))
     assert picture.shape[1] == 720 and picture.shape[0] > 150
     assert (picture[40:150, 60:710] != 255).any()  # a curve inside the panel
+
+
+def test_choice_suggestions_match_the_exact_flag(capsys):
+    import train_gan
+    with pytest.raises(SystemExit):
+        train_gan.parse_config(train_gan.GANConfig, ["--loss-scale", "dinamic"], "")
+    assert capsys.readouterr().err.strip().endswith("did you mean 'dynamic'?")

@@ -133,6 +133,8 @@ def test_continuous_actions_train(tmp_path):
     (["--algo", "sac", "--update-epochs", "3"], "--update-epochs is not a SAC flag"),
     (["--lr-alpha", "0.1"], "--lr-alpha is not a PPO flag"),
     (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),
+    (["--algo", "sac", "--learning-starts", "300", "--buffer-size", "200"], "must not exceed --buffer-size"),
+    (["--algo", "sac", "--alpha", "0.2", "--lr-alpha", "0.1"], "--lr-alpha needs a learned temperature"),
     (["--num-minibatches", "3"], "must divide --num-envs x --num-steps"),
 ])
 def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, args, message):
@@ -303,3 +305,46 @@ def test_metrics_reevaluates_an_rl_run_and_draws_an_episode(tmp_path):
     else:
         proc = run_script("-m", "metrics", run, "--gif", check=False)
         assert proc.returncode == 2 and "needs pygame" in error_lines(proc)[0]
+
+
+@pytest.mark.parametrize("algo_args", [["--num-envs", 2, "--num-steps", 8, "--update-epochs", 3, "--num-minibatches", 2],
+                                       ["--algo", "sac", "--hidden", 16, "--batch-size", 8, "--learning-starts", 20]])
+def test_fused_iterations_equal_separate_calls_bit_for_bit(graph_mode, tmp_path, algo_args):
+    """train_rl.py runs each iteration as ONE compiled call (the driver's fuse mode, repeats in a loop
+    of their own); the same seed through separate calls per phase and repeat gives the same weights."""
+    from loops.driver import MultiStep, run_iteration
+    results = []
+    for fused in (False, True):
+        agent, run = tiny_agent(tmp_path / str(fused), *algo_args)
+        phases = agent.phases()
+        engine = MultiStep(phases, 1) if fused else None
+        for step in range(4):
+            engine.run(step) if fused else run_iteration(phases, step)
+        results.append([p.asnumpy().copy() for p in agent.state()])
+        run.close()
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_episode_statistics_count_every_step_under_same_step_autoreset():
+    """Pendulum episodes last exactly 200 steps: with gymnasium < 1.4 the vector episode statistics
+    counted every episode after the first one step short under SAME_STEP autoreset."""
+    from rl.envs import finished_episodes, make_envs
+    envs, _ = make_envs("Pendulum-v1", 2, 0)
+    lengths = []
+    for _ in range(650):
+        lengths += [l for _, l in finished_episodes(envs.step(np.zeros((2, 1), np.float32))[4])]
+    assert lengths == [200] * 6
+
+
+def test_metrics_refuses_runs_and_flags_it_cannot_evaluate(tmp_path):
+    run = tmp_path / "regression"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 5)
+    proc = run_script("-m", "metrics", run, check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: {run} is neither a train_gan.py nor a train_rl.py run: nothing to evaluate"]
+    (tmp_path / "rl").mkdir()
+    (tmp_path / "rl" / "config.json").write_text(json.dumps({"algo": "sac"}))
+    proc = run_script("-m", "metrics", tmp_path / "rl", "--num", 10, check=False)
+    assert proc.returncode == 2 and "--num: for train_gan.py runs" in error_lines(proc)[0]
