@@ -19,16 +19,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from loops.config import UserError, run_cli
+from loops.config import UserError, _Parser, run_cli
 from loops.files import atomic_write
 
 CHUNK = 500  # one compiled shape for every call; the last chunk is padded
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 def parse(argv):

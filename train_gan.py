@@ -14,6 +14,9 @@ import sys
 
 # before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
 os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
+if __name__ == "__main__":  # --help or a mistyped flag answers before MindSpore loads (loops/flagcache.py)
+    from loops.flagcache import check_flags_early
+    check_flags_early(__file__)
 
 from dataclasses import dataclass
 
@@ -29,7 +32,7 @@ from loops.run import Run
 from loops.schedules import SCHEDULES
 from models import ARCHS
 
-# Defaults that depend on the kind of data; a flag left at its "auto" value (0, -1 or "") takes these.
+# Defaults that depend on the kind of data: a flag left out or given as `auto` takes these.
 AUTO = {
     "toy": dict(steps=5000, arch="mlp", width=128, z_dim=16, batch_size=512, pack=2, lr_g=1e-3, lr_d=1e-3,
                 beta1=0.5, beta2=0.999, ema=0.99, r1=0.0, steps_per_call=10),
@@ -43,12 +46,13 @@ AUTO_PER_DATASET = {"grid25": dict(steps=10000)}
 # per-model flags for G and D (--lr-g, --clip-norm-d, --optimizer-g, --accumulate-d, ...) and the shared
 # ones they fall back to, from the declaration of the two models that learn (loops/learner.py)
 GANFlags = model_flags(RunConfig, {"g": "G", "d": "D"},
+                       lr=opt(0.0, "learning rate of both models", auto="toy 1e-3, images 2e-4"),
                        optimizer=opt("adam", "optimizer of both models", sorted(OPTIMIZERS)),
-                       beta1=opt(-1.0, "Adam beta1 (momentum for SGD) of both models; -1: auto (0.5)"),
-                       beta2=opt(-1.0, "Adam beta2 of both models; -1: auto (0.999)"),
+                       beta1=opt(-1.0, "Adam beta1 (momentum for SGD) of both models", auto="0.5"),
+                       beta2=opt(-1.0, "Adam beta2 of both models", auto="0.999"),
                        weight_decay=opt(0.0, "weight decay (decoupled for AdamW)"),
-                       loss_scale=opt("", "loss scaling: dynamic, static or none (default: dynamic with --amp O1, "
-                                          "O2 or O3)", ["", "dynamic", "static", "none"]))
+                       loss_scale=opt("", "loss scaling", ["", "dynamic", "static", "none"],
+                                      auto="dynamic with --amp O1, O2 or O3, else none"))
 
 
 @dataclass
@@ -61,18 +65,18 @@ class GANConfig(GANFlags):
         "evaluation and pictures": ("sample_every", "eval_every", "eval_samples"),
         "run": ("steps_per_call", "distributed"),
     }
-    steps: int = opt(0, "iterations (D x n_critic, then G); 0: the dataset's default")
+    steps: int = opt(0, "iterations (D x n_critic, then G)", auto="toy 5000 (grid25 10000), images 2000")
     dataset: str = opt("digits", "training data", sorted(SOURCES))
     data_dir: str = opt("", "directory of the file-based datasets (mnist, fashion-mnist, cifar10, folder)")
     image_size: int = opt(0, "resize/crop images to this size (multiple of 4); 0: the dataset's own")
-    arch: str = opt("", "model family (default: mlp for toy data, dcgan for images)", [""] + sorted(ARCHS))
-    width: int = opt(0, "hidden units (mlp) or base channels (dcgan); 0: auto")
-    z_dim: int = opt(0, "latent dimension; 0: auto")
+    arch: str = opt("", "model family", [""] + sorted(ARCHS), auto="mlp for toy data, dcgan for images")
+    width: int = opt(0, "hidden units (mlp) or base channels (dcgan)", auto="toy 128, images 32")
+    z_dim: int = opt(0, "latent dimension", auto="toy 16, images 32")
     loss: str = opt("ns", "GAN loss", sorted(LOSSES))
     n_critic: int = opt(1, "D steps per G step")
     g_first: bool = opt(False, "run the G step before the D steps in each iteration")
-    pack: int = opt(0, "PacGAN: D judges this many samples jointly (1: off); 0: auto (toy 2, images 1)")
-    r1: float = opt(-1.0, "R1 penalty weight gamma on real data (0: off); -1: auto (images 1, toy 0)")
+    pack: int = opt(0, "PacGAN: D judges this many samples jointly (1: off)", auto="toy 2, images and --conditional 1")
+    r1: float = opt(-1.0, "R1 penalty weight gamma on real data (0: off)", auto="images 1, toy 0")
     r1_every: int = opt(1, "lazy R1: its own D step every K iterations, penalty scaled by K (1: in every D step)")
     gp: float = opt(0.0, "WGAN-GP gradient penalty weight (0: off)")
     weight_clip: float = opt(0.0, "WGAN weight clipping: D's parameters to [-C, C] after each update (0: off)")
@@ -80,17 +84,18 @@ class GANConfig(GANFlags):
     diffaug: str = opt("", "DiffAugment policies for real and fake images, e.g. color,translation,cutout")
     conditional: bool = opt(False, "class-conditional G (label embedding) and projection D (labels: "
                                    "digit classes, image classes, or the toy mixture's mode index)")
-    batch_size: int = opt(0, "batch size of every D and G step; 0: auto")
+    batch_size: int = opt(0, "batch size of every D and G step", auto="toy 512, images 64")
     lr_schedule: str = opt("constant", "learning-rate schedule of both models", sorted(SCHEDULES))
     warmup: int = opt(0, "linear learning-rate warm-up over N iterations")
-    ema: float = opt(-1.0, "generator EMA decay used for samples and metrics (0: off); -1: auto")
+    ema: float = opt(-1.0, "generator EMA decay used for samples and metrics (0: off)", auto="0.99")
     amp: str = opt("O0", "mixed precision (O0: float32; O1: float16 matmuls and convolutions; O2 / O3: "
                          "mindspore.amp's levels)",
                    ["O0", "O1", "O2", "O3"])
-    sample_every: int = opt(0, "sample grid / scatter plot every N steps; 0: 5 times per run")
+    sample_every: int = opt(0, "sample grid / scatter plot every N steps", auto="5 times per run")
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
     eval_samples: int = opt(2500, "samples drawn for each evaluation")
-    steps_per_call: int = opt(0, "run K iterations inside one compiled loop; 0: auto (10: bench/bench_gan.py)")
+    steps_per_call: int = opt(0, "run K iterations inside one compiled loop (1: one call per step)",
+                              auto="10, the fastest measured (bench/RESULTS.md)")
     distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
                                    "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
@@ -154,7 +159,7 @@ def main(argv):
             source.load_state(meta["data"])
         else:
             gan.ema.copy()  # G_ema starts as G
-        run.begin(gan.state, meta=gan.checkpoint_meta)
+        run.begin(gan.state, meta=gan.checkpoint_meta, learners=(gan.g, gan.d))
         if distributed.is_main():
             os.makedirs(os.path.join(cfg.run_dir, "samples"), exist_ok=True)
         code = run.train(gan.phases(), hooks=gan.hooks(), save=gan.save,

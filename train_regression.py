@@ -13,6 +13,9 @@ import sys
 
 # before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
 os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
+if __name__ == "__main__":  # --help or a mistyped flag answers before MindSpore loads (loops/flagcache.py)
+    from loops.flagcache import check_flags_early
+    check_flags_early(__file__)
 
 import json
 from dataclasses import dataclass
@@ -59,7 +62,7 @@ def main(argv):
         step = model.step(forward, grad_reducer=distributed.grad_reducer)  # --distributed: mean over ranks
         state = all_state(model)
         run.restore(state)  # before the first compiled call
-        run.begin(state)
+        run.begin(state, learners=(model,))
 
         def draw(i):  # one micro-batch; --distributed: every rank draws the global batch, keeps its slice
             batch = distributed.shard(*sample_batch(run.rng, distributed.global_batch(cfg.batch_size)))

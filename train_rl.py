@@ -11,7 +11,7 @@ Q critics, temperature), each model a Learner with its own optimizer and its own
 environment steps, then --update-epochs x --num-minibatches actor steps and as many critic steps.
 SAC: one iteration = one step of the --num-envs environments and one critic step (actor and
 temperature steps every --policy-frequency iterations), after --learning-starts random steps.
---total-steps sets --steps in environment steps instead. Flags left at 0 ("auto") take the
+--total-steps sets --steps in environment steps instead. Flags left out (or given as `auto`) take the
 algorithm's default (see AUTO in train_rl.py; config.json records the values used).
 """
 import os
@@ -19,6 +19,9 @@ import sys
 
 # before MindSpore loads: its C++ log lines would bury our one-line `error:` messages
 os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
+if __name__ == "__main__":  # --help or a mistyped flag answers before MindSpore loads (loops/flagcache.py)
+    from loops.flagcache import check_flags_early
+    check_flags_early(__file__)
 
 import json
 from dataclasses import dataclass
@@ -31,7 +34,7 @@ from loops.run import Run
 MODELS = {"actor": "the actor", "critic": "the critic (SAC: both Q networks)", "alpha": "SAC's temperature"}
 RLFlags = model_flags(RunConfig, MODELS, lr=opt(1e-3, "learning rate of every model"))
 
-# the defaults of flags left at their "auto" value (0 or ""), per algorithm: PPO's as tuned on CartPole
+# the defaults of flags left out or given as `auto`, per algorithm: PPO's as tuned on CartPole
 # (README: 500/500 on seeds 0-4), SAC's as CleanRL / the SB3 zoo's Pendulum settings
 AUTO = {"ppo": dict(env="CartPole-v1", num_envs=8, total_steps=100_000, hidden=64, gamma=0.98, log_every=10),
         "sac": dict(env="Pendulum-v1", num_envs=1, total_steps=20_000, hidden=256, gamma=0.99, log_every=250)}
@@ -46,15 +49,15 @@ class RLConfig(RLFlags):
                                                  "anneal_lr", "eval_episodes", "log_every"),
                    "PPO": PPO_ONLY, "SAC": SAC_ONLY}
     algo: str = opt("ppo", "algorithm", ["ppo", "sac"])
-    env: str = opt("", "gymnasium environment id (a Box observation space); auto: CartPole-v1 (ppo), Pendulum-v1 (sac)")
-    num_envs: int = opt(0, "environments stepped side by side; 0: auto (ppo 8, sac 1)")
-    total_steps: int = opt(0, "environment steps to train for (sets --steps when that is 0); 0: auto (ppo 100k, sac 20k)")
-    steps: int = opt(0, "driver iterations (see above); 0: from --total-steps")
-    hidden: int = opt(0, "hidden units of every network's two layers; 0: auto (ppo 64 tanh, sac 256 relu)")
-    gamma: float = opt(0.0, "discount; 0: auto (ppo 0.98, sac 0.99)")
+    env: str = opt("", "gymnasium environment id (a Box observation space)", auto="ppo CartPole-v1, sac Pendulum-v1")
+    num_envs: int = opt(0, "environments stepped side by side", auto="ppo 8, sac 1")
+    total_steps: int = opt(0, "environment steps to train for (sets --steps when that is auto)", auto="ppo 100k, sac 20k")
+    steps: int = opt(0, "driver iterations (see above)", auto="from --total-steps")
+    hidden: int = opt(0, "hidden units of every network's two layers", auto="ppo 64 tanh, sac 256 relu")
+    gamma: float = opt(0.0, "discount", auto="ppo 0.98, sac 0.99")
     anneal_lr: bool = opt(True, "anneal the learning rates linearly to 0 over the run (CleanRL's SAC: constant)")
     eval_episodes: int = opt(10, "episodes of the deterministic policy evaluated at the end")
-    log_every: int = opt(0, "log every N iterations; 0: auto (ppo 10, sac 250)")
+    log_every: int = opt(0, "log every N iterations", auto="ppo 10, sac 250")
     # PPO
     num_steps: int = opt(32, "PPO: steps per environment in each rollout")
     update_epochs: int = opt(20, "PPO: passes over each rollout")
@@ -116,7 +119,7 @@ def main(argv):
         run.open("train_rl", cfg.env, cfg.algo)
         state = agent.state()
         agent.load_host_state(run.restore(state))  # --resume: weights, optimizers, replay, host RNG, environments
-        run.begin(state, meta=agent.host_state).progress_tags += ["charts/episodic_return", "losses/actor"]
+        run.begin(state, meta=agent.host_state, learners=agent.learners()).progress_tags += ["charts/episodic_return", "losses/actor"]
 
         def save(step, final=True):
             agent.before_save()

@@ -32,9 +32,14 @@ class WriteFailure(Exception):
 EXIT_STATUS = {UserError: 2, RunFailure: 3, WriteFailure: 4}
 
 
-def opt(default, help, choices=None):
-    """A config field with its help text (and, for strings, the valid choices)."""
-    return field(default=default, metadata={"help": help, "choices": choices})
+AUTO = "auto"
+
+
+def opt(default, help, choices=None, auto=None):
+    """A config field with its help text (and, for strings, the valid choices). `auto`: what the
+    script picks when the flag is left out or given as the word `auto` (e.g. "toy 2, images 1"); the
+    field then holds its default, a placeholder that the config's validate() replaces."""
+    return field(default=default, metadata={"help": help, "choices": choices, "auto": auto})
 
 
 @dataclass
@@ -44,7 +49,7 @@ class RunConfig:
     steps: int = opt(500, "optimizer steps (iterations) to train for, in total")
     seed: int = opt(0, "seed of the host RNG that draws data, noise and initial weights")
     mode: str = opt("graph", "graph: jit-compiled steps; pynative: eager", ["graph", "pynative"])
-    device: str = opt("", "CPU, GPU or Ascend (default: the best one present)", ["", "CPU", "GPU", "Ascend"])
+    device: str = opt("", "where to run", ["", "CPU", "GPU", "Ascend"], auto="the best one present")
     log_every: int = opt(50, "log scalars to TensorBoard and the progress bar every N steps")
     ckpt_every: int = opt(0, "checkpoint every N steps (0: only at the end)")
     keep_ckpts: int = opt(3, "keep the last N checkpoints (0: keep all)")
@@ -134,35 +139,56 @@ def help_groups(cls):
     return groups
 
 
-def build_parser(cls, description):
-    parser = _Parser(description=description, argument_default=argparse.SUPPRESS,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
+def parser_spec(cls, description):
+    """The command line of a config class as plain JSON data: the description and, per --help
+    section, each flag's name, type, default, help text and choices. build_parser builds from it,
+    and loops/flagcache.py keeps it so that the next run checks its flags before importing MindSpore."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    titles, sections = list(help_groups(cls).items()), {}
-    for title, names in titles:
+    sections = {}
+    for title, names in help_groups(cls).items():
         for name in names:
-            if name in fields and name not in sections:
-                sections[name] = title  # the first section that lists a field gets it
-    order = [title for title, _ in titles]
-    groups = {}
-    for f in sorted(fields.values(), key=lambda f: order.index(sections[f.name])):
-        if sections[f.name] not in groups:
-            groups[sections[f.name]] = parser.add_argument_group(sections[f.name])
-        group = groups[sections[f.name]]
-        help_text = f.metadata.get("help", "")
-        # the help text already explains an "auto" default ("default: ...", "0: auto", "-1: auto")
-        shown = "" if "default" in help_text or "auto" in help_text else f" (default: {f.default!r})"
-        if _type_name(f) == "bool":
-            group.add_argument(_flag(f.name), action="store_true", help=help_text)
-            if f.default is True:
-                group.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false")
-            continue
-        typ = {"int": int, "float": float, "str": str}[_type_name(f)]
-        choices = f.metadata.get("choices")
-        # "" is the internal "auto" value: reachable by leaving the flag out, so not a listed choice
-        group.add_argument(_flag(f.name), type=typ, choices=[c for c in choices if c] if choices else None,
-                            help=help_text + shown)
+            if name in fields and not any(name in section for section in sections.values()):
+                sections.setdefault(title, set()).add(name)  # the first section that lists a field gets it
+    return {"description": description, "sections": [
+        [title, [{"name": f.name, "type": _type_name(f), "default": f.default, "help": f.metadata.get("help", ""),
+                  "choices": f.metadata.get("choices"), "auto": f.metadata.get("auto")}
+                 for f in fields.values() if f.name in names]]
+        for title, names in sections.items()]}
+
+
+def parser_from_spec(spec):
+    parser = _Parser(description=spec["description"], argument_default=argparse.SUPPRESS,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
+    for title, flags in spec["sections"]:
+        group = parser.add_argument_group(title)
+        for f in flags:
+            if f["type"] == "bool":
+                group.add_argument(_flag(f["name"]), action="store_true", help=f["help"])
+                if f["default"] is True:
+                    group.add_argument("--no-" + f["name"].replace("_", "-"), dest=f["name"], action="store_false")
+                continue
+            typ = {"int": int, "float": float, "str": str}[f["type"]]
+            # "" is an internal placeholder ("auto", or "take the shared flag"), not a listed choice
+            choices = [c for c in f["choices"] if c] if f["choices"] else None
+            if f["auto"]:  # one convention for every value the script decides: the word auto
+                shown = f" (default: auto = {f['auto']})"
+                typ, choices = _or_auto(typ), [AUTO] + choices if choices else None
+            else:
+                shown = "" if "default" in f["help"] else f" (default: {f['default']!r})"
+            group.add_argument(_flag(f["name"]), type=typ, choices=choices, help=f["help"] + shown)
     return parser
+
+
+def _or_auto(typ):
+    """int / float / str that also takes the word auto (kept as the word; parse_config resolves it)."""
+    def convert(text):
+        return text if text == AUTO else typ(text)
+    convert.__name__ = typ.__name__  # argparse's "invalid int value: 'x'"
+    return convert
+
+
+def build_parser(cls, description):
+    return parser_from_spec(parser_spec(cls, description))
 
 
 def read_preset(path, cls):
@@ -192,10 +218,14 @@ def read_preset(path, cls):
             except json.JSONDecodeError:
                 values[key.replace("-", "_")] = value
     known = {f.name: f for f in dataclasses.fields(cls)}
+    # a run's config.json is a valid preset: the model sizes it records next to the flags are facts, not flags
+    values = {k: v for k, v in values.items() if not k.startswith("params_")}
     for key, value in values.items():
         if key not in known:
             raise UserError(f"--config {path}: unknown key {key!r}")
         tname = _type_name(known[key])
+        if value == AUTO and known[key].metadata.get("auto"):
+            continue
         expected = {"int": int, "float": (int, float), "str": str, "bool": bool}[tname]
         if not isinstance(value, expected) or (tname != "bool" and isinstance(value, bool)):
             raise UserError(f"--config {path}: {key} = {value!r} is not a {tname}")
@@ -207,12 +237,17 @@ def read_preset(path, cls):
 
 def parse_config(cls, argv, description):
     """Defaults < preset < command line; then validate. Raises UserError on bad input."""
-    args = vars(build_parser(cls, description).parse_args(argv))
+    spec = parser_spec(cls, description)
+    args = vars(parser_from_spec(spec).parse_args(argv))
+    if cls.__module__ == "__main__":  # an entry script run as a program: keep its flags for the next run
+        from loops import flagcache
+        flagcache.save(sys.modules["__main__"].__file__, spec)
     values = {}
     if args.get("config"):
         values.update(read_preset(args["config"], cls))
     values.update(args)
     fields = cls.__dataclass_fields__
+    values.update({k: fields[k].default for k, v in values.items() if v == AUTO and fields[k].metadata.get("auto")})
     cfg = cls(**{k: (float(v) if _type_name(fields[k]) == "float" else v) for k, v in values.items()})
     cfg.validate()
     if cfg.dry_run:  # print the resolved config and stop: the same for every entry script

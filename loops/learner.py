@@ -24,7 +24,7 @@ from loops.step import make_step
 
 # per-model flags besides the gradient transforms': key -> (value meaning "take the shared flag", help)
 OPTIMIZER_FLAGS = {
-    "lr": (0.0, "{who}'s learning rate; 0: --lr (or the script's auto value)"),
+    "lr": (0.0, "{who}'s learning rate (default: --lr, else the script's own)"),
     "optimizer": ("", "{who}'s optimizer (default: --optimizer)"),
     "beta1": (-1.0, "{who}'s Adam beta1 (momentum for SGD) (default: --beta1)"),
     "beta2": (-1.0, "{who}'s Adam beta2 (default: --beta2)"),
@@ -89,6 +89,10 @@ class Learner:
         return make_step(forward_fn, self.optimizer, self.transform, has_aux=has_aux, takes_lr=takes_lr,
                          grad_reducer=reducer, constraint=constraint)
 
+    def size(self):
+        """Trainable parameters (elements) of the model: what papers compare."""
+        return sum(int(p.size) for p in self.net.trainable_params())
+
     def parameters(self):
         """Every Parameter this model owns: weights, optimizer state, transform state."""
         return all_parameters(self.net, self.optimizer, self.transform)
@@ -120,11 +124,12 @@ def model_flags(base, models, **shared):
     (check_model_flags)."""
     fields = []
     shared = {"lr": 0.0, **shared}  # every model's learning rate falls back to --lr
-    helps = {"lr": "learning rate of every model (0: each model's own or auto)", "optimizer": "optimizer of every model",
+    helps = {"lr": "learning rate of every model", "optimizer": "optimizer of every model",
              "beta1": "Adam beta1 (momentum for SGD) of every model", "beta2": "Adam beta2 of every model",
              "weight_decay": "weight decay (decoupled for AdamW)"}
     for key, default in shared.items():  # a value, or opt(...) for a help text of its own
-        spec = default if isinstance(default, dataclasses.Field) else opt(default, helps.get(key, key), _choices(key))
+        auto = "the script's own" if key == "lr" and default == 0.0 else None  # 0.0: a placeholder
+        spec = default if isinstance(default, dataclasses.Field) else opt(default, helps.get(key, key), _choices(key), auto)
         fields.append((key, type(spec.default), spec))
     for t in transforms.TRANSFORMS:
         if t.flag not in shared:

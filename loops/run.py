@@ -34,7 +34,7 @@ class Run:
         self.resume_from, self.start, self.logger, self.lock = None, 0, None, None
         self.script, self.what = os.path.basename(sys.argv[0]), ""  # for the start line
         self.failed_saves = 0  # consecutive checkpoint writes that failed
-        self.state, self.meta_fn = [], dict
+        self.state, self.meta_fn, self.sizes = [], dict, {}
 
     def open(self, script, *name_parts):
         """Resolve, check, create and lock the run dir (rank 0; the other ranks only find the
@@ -73,10 +73,13 @@ class Run:
         self.start = meta["step"]
         return meta
 
-    def begin(self, state, meta=dict):
+    def begin(self, state, meta=dict, learners=()):
         """Check that one checkpoint fits on the run dir's disk, record the resolved config, start the
-        logger. `state`: the Parameters every checkpoint saves; `meta()`: extra JSON for it."""
+        logger. `state`: the Parameters every checkpoint saves; `meta()`: extra JSON for it;
+        `learners`: the models that learn, whose sizes (`params_<name>`) go into config.json,
+        metrics.json and the start line."""
         self.state, self.meta_fn = list(state), meta
+        self.sizes = {f"params_{learner.name}": learner.size() for learner in learners if learner is not None}
         cfg = self.cfg
         if distributed.is_main():
             example = {"rng": self.rng.bit_generator.state, "config": cfg.to_dict(), **meta()}
@@ -84,11 +87,13 @@ class Run:
             if free is not None and free < need:
                 raise WriteFailure(f"{cfg.run_dir}: {human(free)} free on its file system, one checkpoint needs "
                                    f"about {human(need)}; free some space or choose another --run-dir")
-            rundir.write_config(cfg)
+            rundir.write_config(cfg, self.sizes)
         self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
                                 enabled=distributed.is_main())
         steps = f"steps {self.start}->{cfg.steps} (resumed)" if self.start else f"{cfg.steps} steps"
-        self.logger.note(f"start: {self.script} {self.what} on {self.device}, {steps}, seed {cfg.seed}, "
+        sizes = " / ".join(f"{k[len('params_'):]} {human_count(n)}" for k, n in self.sizes.items())
+        sizes = f", parameters {sizes}" if sizes else ""
+        self.logger.note(f"start: {self.script} {self.what} on {self.device}, {steps}, seed {cfg.seed}{sizes}, "
                          f"run dir {cfg.run_dir}")
         return self.logger
 
@@ -136,7 +141,7 @@ class Run:
     def write_metrics(self, metrics):
         """metrics.json (rank 0). WriteFailure if it cannot be written."""
         if distributed.is_main():
-            rundir.write_metrics(self.cfg.run_dir, metrics)
+            rundir.write_metrics(self.cfg.run_dir, {**metrics, **self.sizes})
 
     def finish(self, metrics=None):
         """Final metrics.json (rank 0; None: leave it), one digest line per rank under --distributed,
@@ -161,6 +166,11 @@ class Run:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def human_count(n):
+    """12345678 -> "12.35M": a parameter count as papers print it."""
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e3 else str(n)
 
 
 def resume_command(run_dir):

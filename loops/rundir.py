@@ -61,8 +61,9 @@ def check_resume_config(cfg, meta):
         raise UserError(f"--resume with a different config ({detail}); pass --force to accept")
 
 
-def write_config(cfg):
-    write_json(os.path.join(cfg.run_dir, "config.json"), cfg.to_dict())
+def write_config(cfg, extra=None):
+    """config.json: the resolved config, plus `extra` facts of the run (e.g. model sizes)."""
+    write_json(os.path.join(cfg.run_dir, "config.json"), {**cfg.to_dict(), **(extra or {})})
 
 
 def write_metrics(run_dir, metrics):

@@ -38,6 +38,10 @@ class Agent:
         base = getattr(self.cfg, f"lr_{name}") or self.cfg.lr
         return lr_at(step, base, "linear" if self.cfg.anneal_lr else "constant", self.cfg.steps)
 
+    def learners(self):
+        """The models that learn (their sizes go into config.json and the start line)."""
+        return tuple(getattr(self, name, None) for name in ("actor", "critic", "alpha"))
+
     def before_save(self):
         """Copy host data into Parameters before a checkpoint is written (default: nothing)."""
 

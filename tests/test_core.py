@@ -16,7 +16,7 @@ import pytest
 from mindspore import Tensor
 
 from conftest import ROOT, checkpoint_arrays, run_script
-from loops.config import RunConfig, UserError, parse_config
+from loops.config import RunConfig, UserError, build_parser, parse_config
 from loops.learner import model_flags, settings
 from loops.run import lock_run_dir
 from loops.step import StepInputs
@@ -173,7 +173,13 @@ def test_redirected_output_shows_start_compile_progress_and_ends_with_the_summar
     run = tmp_path / "run"
     proc = run_script("train_regression.py", "--run-dir", run, "--steps", 200, "--log-every", 50)
     lines = proc.stdout.strip().splitlines()
-    assert lines[0] == f"start: train_regression.py linear mse on CPU, 200 steps, seed 0, run dir {run}"
+    assert lines[0] == f"start: train_regression.py linear mse on CPU, 200 steps, seed 0, parameters model 2, run dir {run}"
+    for name in ("config.json", "metrics.json"):  # w and b: the model's size is recorded with the run
+        assert json.loads((run / name).read_text())["params_model"] == 2
+    import train_regression  # and a run's config.json is a preset that gives the same config back
+    again = parse_config(train_regression.RegressionConfig, ["--config", str(run / "config.json")], "")
+    assert {k: v for k, v in again.to_dict().items() if k != "config"} == \
+        {k: v for k, v in json.loads((run / "config.json").read_text()).items() if k not in ("config", "params_model")}
     assert lines[1].startswith("compiling") and lines[2].startswith("compiled; the first step took")
     progress = [l for l in lines if l.startswith("step ")]
     assert progress[0].startswith("step 50/200 (25%)") and progress[-1].startswith("step 200/200 (100%)")
@@ -193,6 +199,28 @@ def test_near_miss_flags_and_choices_get_a_suggestion(argv, hint, capsys):
         train_gan.parse_config(train_gan.GANConfig, argv, "")
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and err.startswith("error: ") and err.endswith(hint) and "\n" not in err
+
+
+def test_auto_is_one_word_for_every_value_the_script_decides(tmp_path, capsys):
+    import train_gan
+    import train_rl
+    parse = train_gan.parse_config
+    left_out = parse(train_gan.GANConfig, [], "")
+    given = parse(train_gan.GANConfig, ["--width", "auto", "--r1", "auto", "--arch", "auto", "--loss-scale", "auto"], "")
+    preset = tmp_path / "preset.json"
+    preset.write_text(json.dumps({"width": "auto", "r1": "auto", "ema": "auto"}))
+    from_preset = parse(train_gan.GANConfig, ["--config", str(preset)], "")
+    from_preset.config = ""
+    assert given == from_preset == left_out and left_out.width == 32 and left_out.r1 == 1.0
+    assert parse(train_rl.RLConfig, ["--env", "auto", "--gamma", "auto"], "") == parse(train_rl.RLConfig, [], "")
+    help_text = build_parser(train_gan.GANConfig, "").format_help()
+    assert "-1:" not in help_text and "0: auto" not in help_text and "(default: auto = toy 2, images" in help_text
+    with pytest.raises(SystemExit) as e:
+        parse(train_gan.GANConfig, ["--width", "autoo"], "")
+    assert e.value.code == 2 and "invalid int value: 'autoo'" in capsys.readouterr().err
+    preset.write_text(json.dumps({"n_critic": "auto"}))  # a flag without an auto value
+    with pytest.raises(UserError, match="n_critic = 'auto' is not a int"):
+        parse(train_gan.GANConfig, ["--config", str(preset)], "")
 
 
 def test_mindspore_compile_debris_leaves_the_working_directory(tmp_path, monkeypatch, capsys):
