@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from data import SOURCES, TOY
 from gan import augment
 from gan.losses import LOSSES
-from gan.trainer import GANTrainer
+from gan.trainer import GANTrainer, nets_for
 from loops import distributed
 from loops.config import RunConfig, UserError, opt, parse_config, run_cli
 from loops.learner import fill_optimizer_flags, model_flags, settings
@@ -147,13 +147,14 @@ class GANConfig(GANFlags):
 def main(argv):
     cfg = parse_config(GANConfig, argv, __doc__)  # exits after printing under --dry-run
     with Run(cfg, convolutions=cfg.kind() == "image") as run:
-        try:  # data errors first: a bad --data-dir must not leave a run dir behind
+        try:  # data and model errors first: a bad --data-dir or --arch must not leave a run dir behind
             # --distributed: the source yields the global batch (per-rank batch x ranks); draws slice it
             source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))
+            nets = nets_for(cfg, source)
         except ValueError as e:
             raise UserError(str(e))
         run.open("train_gan", cfg.dataset, cfg.loss)
-        gan = GANTrainer(cfg, run, source)
+        gan = GANTrainer(cfg, run, source, nets)
         meta = run.restore(gan.state)  # before the first compiled call
         if meta:
             source.load_state(meta["data"])
@@ -178,8 +179,9 @@ def summary_line(cfg, results, centers):
         k = len(centers)
         parts.append(f"modes {results['modes']}/{k} (PacGAN's count {results.get('modes_pacgan', '?')}/{k}), "
                      f"hq {results['hq']:.3f} (share of samples near a mode)")
-    if "fid" in results:
-        parts.append(f"FID {results['fid']:.4g} (lower is better), precision {results['precision']:.3f}, "
+    if "fid" in results:  # real vs real: the FID of two disjoint real subsets at this sample size
+        reference = f"; real vs real {results['fid_reference']:.3g}" if "fid_reference" in results else ""
+        parts.append(f"FID {results['fid']:.4g} (lower is better{reference}), precision {results['precision']:.3f}, "
                      f"recall {results['recall']:.3f}")
     samples = sorted(os.listdir(os.path.join(cfg.run_dir, "samples")))
     picture = os.path.join(cfg.run_dir, "samples", samples[-1]) if samples else "none"

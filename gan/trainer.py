@@ -34,16 +34,22 @@ def lazy_r1_adjusted(cfg):
     return cfg.lr_d * c, (cfg.beta1_d ** c, cfg.beta2_d ** c)
 
 
+def nets_for(cfg, source):
+    """(G, D, G_ema) for this config and data; ValueError when the architecture cannot take the
+    data's shape (called before the run dir is made, so that error leaves nothing behind)."""
+    num_classes = source.num_classes if cfg.conditional else 0
+    return make_nets(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes, cfg.pack, cfg.spectral_norm)
+
+
 class GANTrainer:
-    def __init__(self, cfg, run, source):
+    def __init__(self, cfg, run, source, nets):
         self.cfg, self.run, self.rng, self.source = cfg, run, run.rng, source
         self.num_classes = source.num_classes if cfg.conditional else 0
         self.lazy_r1 = cfg.r1 > 0 and cfg.r1_every > 1
         self.scheduled = cfg.lr_schedule != "constant" or cfg.warmup > 0
         self.policies = augment.parse(cfg.diffaug)
         self.arity = augment.arity(self.policies, source.shape) if self.policies else 0
-        G, D, G_ema = make_nets(cfg.arch, cfg.z_dim, source.shape, cfg.width, self.num_classes, cfg.pack,
-                                cfg.spectral_norm)
+        G, D, G_ema = nets
         lr_d, betas_d = lazy_r1_adjusted(cfg) if self.lazy_r1 else (None, None)
         self.base_lr = {"g": cfg.lr_g, "d": lr_d or cfg.lr_d}
         self.g = Learner.from_config("g", G, cfg)
@@ -174,6 +180,7 @@ class GANTrainer:
         logger = self.run.logger
         logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if not isinstance(v, list)})
         self.results.update(metrics, step=step)
+        self.results["protocol"] = self.evaluator.protocol  # how every score was measured
         self.results.update({k.replace("/", "_"): v for k, v in logger.latest.items() if not k.startswith("metrics/")})
         try:
             self.run.write_metrics(self.results)

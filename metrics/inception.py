@@ -14,11 +14,19 @@ inception_v3 was trained with (mindcv/data/constants.py: mean 255*(0.485, 0.456,
 255*(0.229, 0.224, 0.225) on the [0, 255] scale, i.e. (x01 - 0.485) / 0.229 on [0, 1]). Features
 are the global average pool before the classifier, in eval mode (BatchNorm running statistics).
 
+Inception Score (metrics/evaluate.py: is_inception): the softmax over this network's 1000 ImageNet
+logits (mindcv's `classifier`, on the same pool3 features), computed in float64. The original
+TF-Inception graph of Salimans et al. (and torch-fidelity / Mimicry / StudioGAN, which reuse it) has
+1008 outputs (1000 classes + 8 unused) and takes the softmax over all 1008; mindcv's network has no
+such extra outputs, so the IS here is over 1000 classes: a different network, close to but not
+identical with published IS values, like fid_inception.
+
 Honesty note: this is the FID formula on an InceptionV3 pool3, but NOT the TF-Inception FID of
 Heusel et al. that papers report (pytorch-fid / TTUR use a ported 2015 TF graph with its own weights,
 [-1, 1] input scaling and resize). Numbers from mindcv's weights are close to, not identical with,
 published FIDs: compare them within this project and with other FIDs computed on mindcv's weights.
 """
+import hashlib
 import os
 
 import mindspore as ms
@@ -194,33 +202,42 @@ def preprocess(x):
 
 
 class InceptionFeatures:
-    """features(images, batch=BATCH): (N, C, H, W) in [-1, 1] -> pool3 features (N, 2048) float32.
+    """features(images, batch=BATCH): (N, C, H, W) in [-1, 1] -> pool3 features (N, 2048) float32;
+    features.with_logits(images) -> (pool3 features, ImageNet logits (N, 1000)) from the same pass.
 
     Two compiled functions: the cheap preprocessing (recompiles per input size) and the network on a
     fixed (batch, 3, 299, 299) shape, so new image sizes never recompile Inception itself.
+    `weights` / `sha256` name the checkpoint it was loaded from (None for a network built in memory).
     """
 
-    def __init__(self, net):
-        net.set_train(False)  # BatchNorm running statistics; must precede the first compile
+    def __init__(self, net, weights=None, sha256=None):
+        net.set_train(False)  # BatchNorm running statistics (and no dropout); must precede the first compile
         self.net = net
+        self.weights, self.sha256 = weights, sha256
         self.prep = maybe_jit(preprocess)
 
         def run(x):
-            return net.pool3(x)
+            feats = net.pool3(x)
+            return feats, net.classifier(feats)  # construct()'s dropout is the identity in eval mode
         self.fn = maybe_jit(run)
 
     def __call__(self, images, batch=BATCH):
+        return self.with_logits(images, batch)[0]
+
+    def with_logits(self, images, batch=BATCH):
         images = np.asarray(images, np.float32)
         if images.ndim != 4 or images.shape[1] not in (1, 3):
             raise UserError(f"Inception features need (N, 1 or 3, H, W) images, got shape {images.shape}")
         batch = min(batch, len(images))
-        out = []
+        feats, logits = [], []
         for i in range(0, len(images), batch):
             part = images[i:i + batch]
             pad = np.zeros((batch - len(part),) + part.shape[1:], np.float32)
             x = self.prep(Tensor.from_numpy(np.concatenate([part, pad])))
-            out.append(self.fn(x).asnumpy()[:len(part)])
-        return np.concatenate(out)
+            f, lg = self.fn(x)
+            feats.append(f.asnumpy()[:len(part)])
+            logits.append(lg.asnumpy()[:len(part)])
+        return np.concatenate(feats), np.concatenate(logits)
 
 
 def load_weights(path, net):
@@ -249,8 +266,17 @@ def load_weights(path, net):
         p.set_data(Tensor(data[p.name].asnumpy().astype(np.float32)))
 
 
+def file_sha256(path, chunk=1 << 20):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def load_inception(path):
-    """The feature function of the InceptionV3 in a user's checkpoint (see InceptionFeatures)."""
+    """The feature function of the InceptionV3 in a user's checkpoint (see InceptionFeatures); it
+    carries the file's name and the first 12 hex digits of its sha256, for the metrics' protocol."""
     net = InceptionV3()
     load_weights(path, net)
-    return InceptionFeatures(net)
+    return InceptionFeatures(net, os.path.basename(path), file_sha256(path)[:12])

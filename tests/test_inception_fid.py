@@ -4,6 +4,7 @@ Nothing is downloaded: the network gets random weights (fixed seed) and is saved
 mindspore.save_checkpoint, as a user's mindcv checkpoint would be. The expected names and shapes
 are read off mindcv/models/inceptionv3.py (the nn.* version its released weights were made with).
 """
+import hashlib
 import json
 
 import mindspore as ms
@@ -107,6 +108,54 @@ def test_features_are_2048_finite_deterministic_for_gray_and_rgb(inception):
         features(IMAGES[:, :2])
 
 
+def test_logits_are_the_classifier_on_the_same_pool3(inception):
+    """is_inception's input: mindcv's 1000 ImageNet logits, from the pass that gives the features."""
+    features = inception[0]
+    feats, logits = features.with_logits(IMAGES, batch=2)
+    np.testing.assert_array_equal(feats, features(IMAGES, batch=2))
+    weight, bias = (features.net.classifier.weight.asnumpy(), features.net.classifier.bias.asnumpy())
+    assert logits.shape == (3, 1000)
+    np.testing.assert_allclose(logits, feats @ weight.T + bias, rtol=1e-4, atol=1e-4)
+
+
+class StandIn:
+    """A numpy stand-in with InceptionFeatures' interface (2048-d features, 1000 logits): the evaluator's
+    wiring without 299x299 passes (the real network's logits are tested above, end to end below)."""
+    weights, sha256 = "stand_in.ckpt", "0123456789ab"
+
+    def __init__(self):
+        rng = np.random.default_rng(4)
+        self.w1, self.w2 = rng.normal(size=(64, 2048)), rng.normal(size=(2048, 1000)) / 8
+        self.seen = []
+
+    def __call__(self, images):
+        return self.with_logits(images)[0]
+
+    def with_logits(self, images):
+        feats = np.tanh(images.reshape(len(images), -1) @ self.w1)
+        self.seen.append(feats @ self.w2)
+        return feats, self.seen[-1]
+
+
+def test_evaluator_adds_inception_score_reference_and_protocol(graph_mode):
+    from data.digits import digits
+    from metrics.evaluate import ImageEvaluator
+    from metrics.image import inception_score, softmax64
+    stand_in = StandIn()
+    evaluate = ImageEvaluator(digits(64, 0), 300, 0, log=lambda *a: None, inception=stand_in)
+    samples = np.random.default_rng(2).uniform(-1, 1, (300, 1, 8, 8)).astype(np.float32)
+    out = evaluate(samples)
+    expected = inception_score(softmax64(stand_in.seen[-1]), 10)
+    assert (out["is_inception"], out["is_inception_std"]) == pytest.approx(expected, rel=1e-12)
+    assert 1 <= out["is_inception"] <= 1000 and out["is_inception_std"] > 0
+    assert 0 < out["fid_inception_reference"] < out["fid_inception"]  # noise is further than real from real
+    assert stand_in.seen[0].shape == (600, 1000)  # the real features: 300 evaluated + 300 disjoint for the reference
+    p = evaluate.protocol
+    assert p["is_splits"] == 10 and p["real"] == 300 and p["fid_reference_n"] == 300
+    assert p["inception"]["weights"] == "stand_in.ckpt" and p["inception"]["sha256"] == "0123456789ab"
+    assert {"fid_inception", "fid_inception_reference", "is_inception"} <= set(p["inception"]["scores"])
+
+
 def test_checkpoint_round_trip_and_mindcv_mint_names(inception, tmp_path):
     features, path = inception
     np.testing.assert_allclose(load_inception(path)(IMAGES, batch=2), features(IMAGES, batch=2), rtol=1e-5)
@@ -144,12 +193,17 @@ def test_metrics_cli_writes_fid_inception_and_rejects_bad_weights(inception, tmp
     from metrics.__main__ import main
     run = tmp_path / "run"
     run_script("train_gan.py", "--run-dir", run, *TINY_DIGITS)
-    code, _ = cli_error(main, [run, "--num", 32, "--fid-weights", inception[1]], capsys)
+    code, _ = cli_error(main, [run, "--num", 16, "--fid-weights", inception[1]], capsys)
     assert code == 0
     written = (run / "metrics.json").read_bytes()
     metrics = json.loads(written)
     assert np.isfinite(metrics["fid_inception"]) and metrics["fid_inception"] >= 0
     assert np.isfinite(metrics["fid"])  # the domain-classifier metrics are still there
+    assert 1 <= metrics["is_inception"] <= 1000 and metrics["is_inception_std"] >= 0
+    assert np.isfinite(metrics["fid_inception_reference"]) and metrics["fid_inception_reference"] > 0
+    digest = hashlib.sha256(open(inception[1], "rb").read()).hexdigest()
+    assert metrics["protocol"]["inception"]["weights"] == "inception_v3.ckpt"
+    assert digest.startswith(metrics["protocol"]["inception"]["sha256"]) and metrics["protocol"]["is_splits"] == 10
     (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint")
     for bad in (tmp_path / "missing.ckpt", tmp_path / "junk.ckpt"):
         code, lines = cli_error(main, [run, "--num", 32, "--fid-weights", bad], capsys)

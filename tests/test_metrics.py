@@ -1,10 +1,10 @@
 """Metrics against slow numpy references, and sanity on real data: real vs held-out real is close,
-noise is far, a one-class generator is flagged."""
+noise is far, a one-class generator is flagged; the real-vs-real FID reference and the protocol."""
 import numpy as np
 import pytest
 from scipy import linalg
 
-from metrics.image import class_coverage, class_score, fid, kid, prdc
+from metrics.image import class_coverage, class_score, fid, inception_score, kid, prdc, softmax64
 from metrics.toy import mode_stats
 
 RNG = np.random.default_rng(0)
@@ -18,6 +18,19 @@ def test_fid_matches_the_symmetric_formula():
     expected = ((A.mean(0) - B.mean(0)) ** 2).sum() + np.trace(ca + cb) - 2 * np.trace(linalg.sqrtm(root_a @ cb @ root_a).real)
     assert fid(A, B) == pytest.approx(expected, rel=1e-6)
     assert abs(fid(A, A)) < 1e-6
+
+
+def test_fid_with_fewer_samples_than_dimensions_is_exact():
+    """n < d (InceptionV3's 2048-d at small n): singular covariances, an exact nuclear norm instead of
+    a d x d sqrtm; the same value on both sides of n = d."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(40, 64)), rng.normal(size=(30, 64)) * 1.5 + 0.7
+    ca, cb = np.cov(x, rowvar=False), np.cov(y, rowvar=False)
+    expected = ((x.mean(0) - y.mean(0)) ** 2).sum() + np.trace(ca + cb) - 2 * np.trace(linalg.sqrtm(ca @ cb).real)
+    assert fid(x, y) == pytest.approx(expected, rel=1e-7)
+    assert abs(fid(x, x)) < 1e-9
+    # zero dimensions change nothing: A, B padded to 306-d (> 250 samples) take the n < d path
+    assert fid(*(np.pad(m, ((0, 0), (0, 300))) for m in (A, B))) == pytest.approx(fid(A, B), rel=1e-9)
 
 
 def test_kid_matches_a_loop_reference():
@@ -53,6 +66,52 @@ def test_class_score_and_coverage():
     assert class_coverage(onehot) == {"classes_covered": 4, "class_kl": pytest.approx(0.0, abs=1e-12)}
     collapsed = np.eye(k)[np.zeros(100, int)]
     assert class_coverage(collapsed) == {"classes_covered": 1, "class_kl": pytest.approx(np.log(k))}
+
+
+def reference_inception_score(probs, splits):
+    """Salimans et al.'s improved-gan loop, literally, in float64."""
+    preds = np.asarray(probs, np.float64)
+    scores = []
+    for i in range(splits):
+        part = preds[(i * preds.shape[0] // splits):((i + 1) * preds.shape[0] // splits), :]
+        kl = part * (np.log(part) - np.log(np.expand_dims(np.mean(part, 0), 0)))
+        kl = np.mean(np.sum(kl, 1))
+        scores.append(np.exp(kl))
+    return np.mean(scores), np.std(scores)
+
+
+def test_inception_score_matches_the_original_formula():
+    rng = np.random.default_rng(3)
+    for n, k, splits in ((1003, 10, 10), (500, 1000, 10), (64, 7, 3)):
+        probs = rng.dirichlet(np.full(k, 0.3), size=n)  # not divisible by the splits: uneven boundaries
+        mean, std = inception_score(probs, splits)
+        expected = reference_inception_score(probs, splits)
+        assert (mean, std) == (pytest.approx(expected[0], rel=1e-12), pytest.approx(expected[1], rel=1e-9))
+        assert 1 <= mean <= k and std > 0
+    probs = rng.dirichlet(np.ones(10), size=300)
+    assert inception_score(probs, 1) == (pytest.approx(class_score(probs), rel=1e-9), 0.0)  # one split: class_score
+
+
+def test_inception_score_bounds_constant_and_confident_balanced():
+    k, n = 10, 1000
+    constant = np.tile(np.random.default_rng(0).dirichlet(np.ones(k)), (n, 1))
+    assert inception_score(constant) == (pytest.approx(1.0, abs=1e-12), pytest.approx(0.0, abs=1e-12))
+    # confident (softmax of a margin of 30) and balanced within every split: IS -> k
+    logits = 30.0 * np.eye(k)[np.arange(n) % k]
+    mean, std = inception_score(softmax64(logits))
+    assert mean == pytest.approx(k, rel=1e-9) and std < 1e-9
+    one_hot = np.eye(k)[np.arange(n) % k]  # exact zeros: 0 log 0 counts 0, no nan
+    assert inception_score(one_hot) == (pytest.approx(k), pytest.approx(0.0, abs=1e-12))
+    with pytest.raises(ValueError, match="at least 10 samples"):
+        inception_score(one_hot[:5])
+
+
+def test_softmax64_is_a_float64_softmax_without_underflow():
+    logits = np.array([[0.0, 1.0, 2.0], [1000.0, 0.0, -1000.0]], np.float32)
+    p = softmax64(logits)
+    assert p.dtype == np.float64 and np.allclose(p.sum(1), 1)
+    np.testing.assert_allclose(p[0], np.exp([0, 1, 2]) / np.exp([0, 1, 2]).sum(), rtol=1e-12)
+    assert p[1, 0] == 1.0 and np.isfinite(inception_score(np.repeat(p, 10, axis=0))[0])
 
 
 def test_toy_mode_stats():
@@ -93,3 +152,49 @@ def test_digit_metrics_separate_real_noise_and_collapse(graph_mode):
     assert real["coverage"] > 0.9 and 0.8 < real["density"] < 1.25
     assert noise["precision"] < 0.2 and noise["recall"] < 0.2 and noise["coverage"] < 0.2
     assert collapsed["classes_covered"] == 1 and collapsed["recall"] < 0.3 and collapsed["fid"] > real["fid"]
+
+
+@pytest.fixture(scope="module")
+def digits_source():
+    from data.digits import digits
+    return digits(64, 0)
+
+
+def quiet(*args):
+    pass
+
+
+def test_fid_reference_is_small_positive_stable_and_stated(digits_source, graph_mode):
+    from metrics.evaluate import ImageEvaluator
+    evaluate = ImageEvaluator(digits_source, 2500, 0, log=quiet)  # the training default: --eval-samples 2500
+    ref = evaluate.fid_reference
+    noise = evaluate(np.random.default_rng(1).uniform(-1, 1, (2500, 1, 8, 8)).astype(np.float32))
+    assert noise["fid_reference"] == ref and 0 < ref < 0.05 * noise["fid"]  # measured 3.8 vs 432
+    assert ImageEvaluator(digits_source, 2500, 0, log=quiet).fid_reference == ref  # same seed: same value
+    assert ImageEvaluator(digits_source, 2500, 1, log=quiet).fid_reference != ref  # other subsets
+    # 1797 images < 2 x 2500: the evaluation uses all of them, the reference two disjoint halves
+    p = evaluate.protocol
+    assert p["name"] == "quick" and p["generated"] == 2500 and p["real"] == 1797 and p["fid_reference_n"] == 898
+    assert p["real_split"] == "train" and p["seed"] == 0 and "inception" not in p
+    assert p["classifier"]["test_accuracy"] == evaluate.accuracy > 0.9 and p["classifier"]["classes"] == 10
+    assert {"fid", "fid_reference", "kid", "precision", "class_score"} <= set(p["classifier"]["scores"])
+    assert p["prdc"] == {"k": 5, "real": 1797, "generated": 2500}
+
+
+def test_fid_reference_subsets_are_disjoint_and_of_the_evaluation_size(digits_source, graph_mode):
+    from metrics.classifier import to_float
+    from metrics.evaluate import ImageEvaluator
+    evaluate = ImageEvaluator(digits_source, 400, 5, log=quiet)
+    assert evaluate.n_real == 400 and evaluate.reference_n == 400
+    perm = np.random.default_rng([5, 9]).permutation(len(digits_source.images))
+    first, second = (evaluate.extract(to_float(digits_source.images[perm[a:b]]))[0] for a, b in ((0, 400), (400, 800)))
+    np.testing.assert_array_equal(evaluate.real_features, first)  # the evaluation's own real subset ...
+    assert evaluate.fid_reference == pytest.approx(fid(first, second), rel=1e-9)  # ... against 400 others
+    # at n = 400 the reference is larger than at 898 per side (FID's small-sample bias)
+    assert evaluate.fid_reference > ImageEvaluator(digits_source, 2500, 5, log=quiet).fid_reference
+    samples = to_float(digits_source.images[perm[800:1200]])
+    assert evaluate(samples)["fid"] < 3 * evaluate.fid_reference  # held-out real images score about the reference
+    paper = ImageEvaluator(digits_source, 64, 5, log=quiet, protocol="paper")
+    paper(samples[:64])
+    assert (paper.n_real, paper.reference_n) == (1797, 898)
+    assert paper.protocol["name"] == "paper" and paper.protocol["generated"] == 64 and paper.protocol["real"] == 1797

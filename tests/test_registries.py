@@ -29,7 +29,7 @@ def test_every_architecture_at_every_amp_level(graph_mode, arch, amp):
     """G, D and G_ema declared as the trainer declares them (conditional, spectral norm: every
     layer kind) train one step each at every --amp level: unique names under their prefixes,
     float32 master weights, D moved, and the EMA copy works (the --amp O1 bug: a name clash there)."""
-    shape = (2,) if arch == "mlp" else (1, 8, 8)
+    shape = (2,) if arch == "mlp" else (1, 32, 32) if arch == "biggan" else (1, 8, 8)  # biggan: 32x32 only
     G, D, E = make_nets(arch, 4, shape, 8, num_classes=3, spectral_norm=True)
     g, d = Learner("g", G, lr=1e-2, amp=amp), Learner("d", D, lr=1e-2, amp=amp)
     g_ema = declare("g_ema", E, amp=amp)

@@ -1,5 +1,6 @@
 """Models train in training mode and sample in eval mode: BatchNorm uses (and updates) batch statistics
 in the steps, spectral norm advances its power iteration, the compiled sampler uses running statistics."""
+import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 
@@ -11,6 +12,7 @@ from models.spectral_norm import SpectralNorm
 
 def digits_gan(spectral_norm, num_classes=0, lr=2e-4):
     """G and D declared as train_gan declares them (Learners), G_ema as its EMA copy."""
+    ms.set_seed(0)  # the same initial weights whichever tests ran before in this process
     G, D, E = make_nets("dcgan", 8, (1, 8, 8), 8, num_classes=num_classes, spectral_norm=spectral_norm)
     g, d = Learner("g", G, lr=lr, betas=(0.5, 0.999)), Learner("d", D, lr=lr, betas=(0.5, 0.999))
     d_forward, g_forward, _, _ = gan_forwards(g.net, d.net, "hinge", conditional=num_classes > 0)
