@@ -176,6 +176,8 @@ def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes):
     """Compiled as the trainer compiles them, at 8x8: the 32x32 layout with one G block instead of
     three, the same layer kinds, a shorter compile (~5 s per step on CPU)."""
     size = 8
+    ms.set_seed(0)  # the same initial weights whichever tests ran before in this process (a dead ReLU
+    # channel in D's last block would leave its conv bias with an exactly zero gradient)
     G, D, _ = build_models("sngan", 4, (3, size, size), 4, num_classes=classes)
     opt_g = make_optimizer("adam", G.trainable_params(), 2e-4, "g.", (0.0, 0.9))
     opt_d = make_optimizer("adam", D.trainable_params(), 2e-4, "d.", (0.0, 0.9))
@@ -194,7 +196,10 @@ def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes):
     assert all(np.array_equal(g0[k], g1[k]) for k in g0) and all(np.array_equal(d1[k], d2[k]) for k in d1)
     # every D weight moves, but maybe the head's bias: its hinge gradient, frac(fake > -1) - frac(real < 1),
     # is exactly 0 while every logit is inside the margin (at the start, all are)
-    assert [k for k in d0 if np.array_equal(d0[k], d1[k])] in ([], ["d.head.layer.bias"])
+    # and a conv bias may stay put too when its channel is dead after the ReLU for this whole tiny batch;
+    # every weight matrix must move, and most biases
+    stuck_d = [k for k in d0 if np.array_equal(d0[k], d1[k])]
+    assert all(k.endswith(".bias") for k in stuck_d) and len(stuck_d) <= 2, stuck_d
     # every G weight moves but the biases of convs right before a BatchNorm (their gradient is ~0)
     stuck = [k for k in g1 if np.array_equal(g1[k], g2[k])]
     assert all(k.endswith("c1.bias") for k in stuck), stuck
