@@ -1,0 +1,93 @@
+"""python -m metrics.sweep: many seeds of one command, the summary's arithmetic, continuing, bad input."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from loops.config import UserError
+from metrics.sweep import markdown, parse_goal, parse_seeds, summarize
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sweep(*args):
+    return subprocess.run([sys.executable, "-m", "metrics.sweep", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_seed_specs_and_goals():
+    assert parse_seeds("3") == [0, 1, 2]
+    assert parse_seeds("5-7") == [5, 6, 7]
+    assert parse_seeds("0,3,7-9,3") == [0, 3, 7, 8, 9]
+    for bad in ("", "3-1", "a", "1,,2"):
+        with pytest.raises(UserError):
+            parse_seeds(bad)
+    assert parse_goal("modes>=24") == ("modes", ">=", 24.0)
+    assert parse_goal("fid < 1e-3") == ("fid", "<", 1e-3)
+    with pytest.raises(UserError):
+        parse_goal("modes=>24")
+
+
+def test_summary_is_sample_mean_and_std_over_finished_runs():
+    runs = [{"seed": s, "status": 0, "metrics": {"fid": f, "modes": m, "step": 100, "params_g": 9, "mode_counts": [1]}}
+            for s, f, m in ((0, 10.0, 25), (1, 14.0, 24), (2, 12.5, 20))]
+    runs.append({"seed": 3, "status": 3, "metrics": {}, "log": "s3.log"})  # a NaN stop: reported, not averaged
+    table = summarize(runs, [parse_goal("modes>=24"), parse_goal("fid<=12.5")])
+    assert list(table)[:2] == ["modes", "fid"] and set(table) == {"modes", "fid"}  # goals first; no bookkeeping
+    fid = table["fid"]
+    assert fid["n"] == 3 and fid["mean"] == pytest.approx(np.mean([10, 14, 12.5]))
+    assert fid["std"] == pytest.approx(np.std([10, 14, 12.5], ddof=1))
+    assert (fid["min"], fid["max"], fid["max_over_min"]) == (10.0, 14.0, 1.4)
+    assert table["modes"]["goals"] == [{"goal": "modes>=24", "met": 2}]
+    assert fid["goals"] == [{"goal": "fid<=12.5", "met": 2}]
+    text = markdown({"command": "python -m metrics.sweep -- x", "runs": runs, "summary": table})
+    assert "| fid | 12.17 +- 2.021 | 10 | 14 | 1.4 | 10 14 12.5 | fid<=12.5: 2/3 |" in text
+    assert "seed 3 (exit 3, s3.log)" in text
+
+
+@pytest.mark.slow
+def test_sweep_runs_each_seed_summarizes_and_continues(tmp_path):
+    out = str(tmp_path / "sw")
+    command = ["--", "train_regression.py", "--steps", "20", "--log-every", "10"]
+    first = sweep("--seeds", "0-1", "--goal", "w>=1", "--out", out, *command)
+    assert first.returncode == 0, first.stderr
+    result = json.load(open(os.path.join(out, "sweep.json")))
+    per_seed = [json.load(open(os.path.join(out, f"s{s}", "metrics.json"))) for s in (0, 1)]
+    assert [r["seed"] for r in result["runs"]] == [0, 1]
+    assert per_seed[0]["w"] != per_seed[1]["w"]  # the seed reached the run
+    w = result["summary"]["w"]
+    assert w["mean"] == pytest.approx(np.mean([m["w"] for m in per_seed]))
+    assert w["std"] == pytest.approx(np.std([m["w"] for m in per_seed], ddof=1))
+    assert w["goals"][0]["met"] == sum(m["w"] >= 1 for m in per_seed)
+    assert open(os.path.join(out, "sweep.md")).read() in first.stdout
+    assert first.stdout.strip().splitlines()[-1].startswith("sweep: 2/2 seeds finished")
+
+    kept = os.path.getmtime(os.path.join(out, "s0", "metrics.json"))
+    more = sweep("--seeds", "0-2", "--goal", "w>=1", "--out", out, *command)  # same command, one more seed
+    assert more.returncode == 0, more.stderr
+    assert "seed 0: kept" in more.stdout and "seed 1: kept" in more.stdout
+    assert os.path.getmtime(os.path.join(out, "s0", "metrics.json")) == kept  # not rerun
+    assert [r["seed"] for r in json.load(open(os.path.join(out, "sweep.json")))["runs"]] == [0, 1, 2]
+
+    before = open(os.path.join(out, "sweep.json")).read()
+    other = sweep("--seeds", "2", "--out", out, "--", "train_regression.py", "--steps", "30")
+    assert other.returncode == 2 and "holds a sweep of another command" in other.stderr
+    assert open(os.path.join(out, "sweep.json")).read() == before  # an existing sweep is never damaged
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--", "--dataset", "ring8", "--seed", "3"], "--seed: the sweep sets it"),
+    (["--", "train_regression.py", "--run-dir=x"], "--run-dir: the sweep sets it"),
+    (["--", "--datset", "ring8"], "did you mean --dataset"),
+    (["--", "no_such_script.py"], "no such training script"),
+    (["--seeds", "4-2", "--", "train_regression.py"], "--seeds '4-2'"),
+    (["--goal", "w=2", "--", "train_regression.py"], "--goal 'w=2'"),
+])
+def test_bad_input_is_one_error_line_and_creates_nothing(tmp_path, args, message):
+    out = str(tmp_path / "sw")
+    proc = sweep("--out", out, *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not os.path.exists(out)
