@@ -22,6 +22,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -136,7 +137,15 @@ def run_seed(script, flags, seed, out):
     with open(log, "a") as f:
         f.write("$ " + shlex.join(cmd) + "\n")
         f.flush()
-        status = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+        # its own session: a Ctrl-C reaches the sweep only, which then stops the run exactly once, so
+        # the run saves a checkpoint and a rerun of the sweep resumes it
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            status = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            raise
     record = {"seed": seed, "run_dir": run_dir, "log": log, "status": status,
               "seconds": round(time.time() - start, 1), "resumed": bool(resume), "metrics": {}}
     metrics_path = os.path.join(run_dir, "metrics.json")
@@ -213,7 +222,9 @@ def main(argv):
     check_command(script, flags)
     os.makedirs(out, exist_ok=True)
     sweep = {"command": shown, "script": script, "flags": flags, "seeds": seeds, "runs": [], "summary": {}}
+    write_json(sweep_path, {**sweep, "runs": list(previous.values())})  # from now on --out is this sweep's
     print(f"sweep: {shlex.join([script, *flags])} over seeds {args.seeds} ({len(seeds)} runs), into {out}", flush=True)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the sweep like Ctrl-C
     try:
         for i, seed in enumerate(seeds):
             if seed in previous:

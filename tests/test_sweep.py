@@ -91,3 +91,48 @@ def test_bad_input_is_one_error_line_and_creates_nothing(tmp_path, args, message
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert not os.path.exists(out)
+
+
+FAKE_TRAINER = '''
+import json, os, signal, sys, time
+args = sys.argv[1:]
+if "--dry-run" in args:
+    sys.exit(0)
+run, seed = args[args.index("--run-dir") + 1], int(args[args.index("--seed") + 1])
+os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
+with open(os.path.join(run, "argv.jsonl"), "a") as f:
+    f.write(json.dumps(args) + "\\n")
+if seed == 0 and "--resume" not in args:  # the first run waits to be stopped, then "saves"
+    got = []
+    signal.signal(signal.SIGINT, lambda *a: got.append(1))
+    open(os.path.join(run, "ready"), "w").close()
+    while not got:
+        time.sleep(0.01)
+    time.sleep(0.3)  # room for a second signal, which must not come
+    open(os.path.join(run, "checkpoints", "step_00000001.ckpt"), "w").write(str(len(got)))
+    sys.exit(130)
+json.dump({"score": 2.0 * seed}, open(os.path.join(run, "metrics.json"), "w"))
+'''
+
+
+def test_a_stopped_sweep_stops_its_run_once_and_a_rerun_resumes_it(tmp_path):
+    """SIGTERM to the sweep: the running training gets exactly one SIGINT (it saves and exits), the
+    sweep exits 130 and says how to continue; the same command again passes --resume to that seed."""
+    fake = tmp_path / "fake_train.py"
+    fake.write_text(FAKE_TRAINER)
+    out = tmp_path / "sw"
+    args = [sys.executable, "-m", "metrics.sweep", "--seeds", "2", "--out", str(out), "--", str(fake)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not (out / "s0" / "ready").exists():  # wait on observed progress
+        assert proc.poll() is None, proc.communicate()
+    proc.terminate()
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "run the same command with --out" in stderr, stderr
+    assert (out / "s0" / "checkpoints" / "step_00000001.ckpt").read_text() == "1"  # one signal, then it saved
+    assert not (out / "s1").exists()
+    again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    calls = [json.loads(line) for line in (out / "s0" / "argv.jsonl").read_text().splitlines()]
+    assert "--resume" not in calls[0] and "--resume" in calls[1]
+    summary = json.load(open(out / "sweep.json"))["summary"]["score"]
+    assert (summary["n"], summary["mean"], summary["min"], summary["max"]) == (2, 1.0, 0.0, 2.0)
