@@ -49,6 +49,17 @@ def parse_seeds(text):
     return list(dict.fromkeys(seeds))
 
 
+def seed_text(seeds):
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    parts, start = [], 0
+    for i in range(1, len(seeds) + 1):
+        if i == len(seeds) or seeds[i] != seeds[i - 1] + 1:
+            first, last = seeds[start], seeds[i - 1]
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            start = i
+    return ", ".join(parts)
+
+
 def parse_goal(text):
     from loops.config import UserError
     m = GOAL.match(text)
@@ -104,7 +115,7 @@ def fmt(v):
 def markdown(sweep):
     """The summary as a Markdown table, with the command and per-seed values."""
     done = [r for r in sweep["runs"] if r["status"] == 0]
-    seeds = ", ".join(str(r["seed"]) for r in done)
+    seeds = seed_text([r["seed"] for r in done])
     lines = [f"`{sweep['command']}` ({len(done)} seeds: {seeds})", "",
              "| metric | mean +- std | min | max | max/min | per seed | goals |", "|---|---|---|---|---|---|---|"]
     for key, row in sweep["summary"].items():
@@ -223,7 +234,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     sweep = {"command": shown, "script": script, "flags": flags, "seeds": seeds, "runs": [], "summary": {}}
     write_json(sweep_path, {**sweep, "runs": list(previous.values())})  # from now on --out is this sweep's
-    print(f"sweep: {shlex.join([script, *flags])} over seeds {args.seeds} ({len(seeds)} runs), into {out}", flush=True)
+    print(f"sweep: {shlex.join([script, *flags])} over seeds {seed_text(seeds)} ({len(seeds)} runs), into {out}", flush=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops the sweep like Ctrl-C
     try:
         for i, seed in enumerate(seeds):

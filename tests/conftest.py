@@ -75,3 +75,9 @@ def classifier_cache(tmp_path_factory):
         os.environ["GANLAB_CACHE"] = str(shared)
     else:
         os.environ["GANLAB_CACHE"] = str(tmp_path_factory.mktemp("ganlab_cache"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first: under pytest-xdist the long runs then overlap the many short tests instead of
+    finishing alone at the end (the order is the same on every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order otherwise

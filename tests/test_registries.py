@@ -23,8 +23,13 @@ from models import ARCHS
 from fixtures import write_cifar, write_idx, write_png_folder
 
 
-@pytest.mark.parametrize("arch", sorted(ARCHS))
-@pytest.mark.parametrize("amp", AMP_LEVELS)
+# O2 on the ResNets is left out to save ~1 minute of compiling: O2 is O3 with BatchNorm kept in
+# float32, both mindspore.amp's own levels, and O2 runs on the mlp and dcgan rows.
+ARCH_AMP = [(arch, amp) for arch in sorted(ARCHS) for amp in AMP_LEVELS
+            if not (amp == "O2" and arch in ("sngan", "biggan"))]
+
+
+@pytest.mark.parametrize("arch, amp", ARCH_AMP)
 def test_every_architecture_at_every_amp_level(graph_mode, arch, amp):
     """G, D and G_ema declared as the trainer declares them (conditional, spectral norm: every
     layer kind) train one step each at every --amp level: unique names under their prefixes,

@@ -79,7 +79,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     """SIGKILL at random moments (checkpoints every step, so many kills land inside a save), resume
     each time; the latest checkpoint always loads and the end result equals an uninterrupted run."""
     args = ["--dataset", "ring8", "--width", "16", "--batch-size", "32", "--eval-samples", "100",
-            "--steps", "300", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
+            "--steps", "200", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
     whole = tmp_path / "whole"
     run_script("train_gan.py", "--run-dir", whole, *args)
     run = tmp_path / "killed"
@@ -87,7 +87,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     env = dict(os.environ, GLOG_v="4")
     if not loops.USER_ISA:  # the users' numeric path (the test process capped oneDNN for itself)
         env.pop("DNNL_MAX_CPU_ISA", None)
-    targets = (60, 140, 220)  # kill once the run has checkpointed past each of these steps
+    targets = (60, 140)  # kill once the run has checkpointed past each of these steps
     for target in targets:
         resume = ["--resume"] if list_checkpoints(run) else []
         proc = subprocess.Popen([sys.executable, "train_gan.py", "--run-dir", str(run), *args, *resume],
@@ -105,11 +105,11 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
         assert proc.returncode == -signal.SIGKILL  # killed mid-run, not finished
         latest = list_checkpoints(run)  # complete ones only: a kill inside a save leaves a temp file
         checkpoint_arrays(latest[-1])  # loads: never half-written
-        assert latest_step(run) < 300
+        assert latest_step(run) < 200
     resume = ["--resume"] if list_checkpoints(run) else []
     run_script("train_gan.py", "--run-dir", run, *args, *resume)
-    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000300.ckpt"),
-                       checkpoint_arrays(run / "checkpoints/step_00000300.ckpt"))
+    assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000200.ckpt"),
+                       checkpoint_arrays(run / "checkpoints/step_00000200.ckpt"))
 
 
 def latest_step(run):

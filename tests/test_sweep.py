@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loops.config import UserError
-from metrics.sweep import markdown, parse_goal, parse_seeds, summarize
+from metrics.sweep import markdown, parse_goal, parse_seeds, seed_text, summarize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,6 +21,7 @@ def test_seed_specs_and_goals():
     assert parse_seeds("3") == [0, 1, 2]
     assert parse_seeds("5-7") == [5, 6, 7]
     assert parse_seeds("0,3,7-9,3") == [0, 3, 7, 8, 9]
+    assert seed_text([0, 3, 7, 8, 9]) == "0, 3, 7-9" and seed_text(parse_seeds("10")) == "0-9"
     for bad in ("", "3-1", "a", "1,,2"):
         with pytest.raises(UserError):
             parse_seeds(bad)

@@ -199,13 +199,13 @@ def test_conditional_generator_produces_the_asked_class(tmp_path):
 def test_conditional_digits_produce_the_asked_class_per_the_metrics_classifier(tmp_path, graph_mode):
     """Default digits recipe + --conditional. The class embedding's init matters: with MindSpore's
     N(0, 0.01) default in G, class accuracy was 0.39 at 2000 steps; with N(0, 1) 0.75-0.81, and with
-    G's BatchNorm really in training mode 0.88-0.89."""
+    G's BatchNorm really in training mode 0.88-0.89. Half the default steps here, to save a minute."""
     run = tmp_path / "cond"
-    run_script("train_gan.py", "--run-dir", run, "--conditional", "--eval-samples", 500)
+    run_script("train_gan.py", "--run-dir", run, "--conditional", "--eval-samples", 500, "--steps", 1000)
     m = json.loads((run / "metrics.json").read_text())
-    # chance is 0.1; seeds 0/1/2 measured 0.880 / 0.888 / 0.880 on 2500 samples, all with 10 classes
-    # covered (margin for other CPUs and the smaller evaluation here)
-    assert m["class_accuracy"] > 0.75 and m["classes_covered"] == 10, m
+    # chance is 0.1; at 1000 steps seed 0 measured 0.758 here (at the default 2000, seeds 0/1/2: 0.880 /
+    # 0.888 / 0.880 on 2500 samples), all with 10 classes covered (margin for other CPUs)
+    assert m["class_accuracy"] > 0.6 and m["classes_covered"] == 10, m
     from data.digits import digits
     from metrics.evaluate import ImageEvaluator
     evaluate = ImageEvaluator(digits(64, 0), 500, 0, log=lambda *a: None)  # the cached classifier
