@@ -58,7 +58,19 @@ def check_resume_config(cfg, meta):
     differ = sorted(k for k in set(saved) | set(now) if k not in cfg.RUNTIME_KEYS and saved.get(k) != now.get(k))
     if differ and not cfg.force:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
-        raise UserError(f"--resume with a different config ({detail}); pass --force to accept")
+        # e.g. a default that changed since the run started: these flags continue it as it was
+        as_started = " ".join(w for k in differ if k in saved and (w := flag_words(k, saved[k], fields[k].default)))
+        raise UserError(f"--resume with a different config ({detail}); pass --force to accept"
+                        + (f", or resume it as it started with: {as_started}" if as_started else ""))
+
+
+def flag_words(key, value, default):
+    """('r1', 0.0) -> '--r1 0.0'; a boolean as its flag, or its --no- form where the default is on
+    ("" when no flag gives the value: a default-off boolean is off by leaving its flag out)."""
+    flag = "--" + key.replace("_", "-")
+    if isinstance(value, bool):
+        return flag if value else (f"--no-{key.replace('_', '-')}" if default is True else "")
+    return f"{flag} {value}" if value != "" else f"{flag} ''"
 
 
 def write_config(cfg, extra=None):

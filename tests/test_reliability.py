@@ -135,6 +135,7 @@ def test_checkpoint_of_another_architecture_names_the_parameter(tmp_path):
     lines = error_lines(proc)
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert "--resume with a different config (width: 16 -> 32); pass --force" in lines[0]
+    assert lines[0].endswith("or resume it as it started with: --width 16")  # e.g. after a default changed
     proc = run_script("train_gan.py", "--run-dir", run, *args, "--width", 32, "--steps", 6, "--resume", "--force",
                       check=False)
     lines = error_lines(proc)

@@ -158,6 +158,10 @@ def test_resume_check_treats_flags_newer_than_the_checkpoint_as_their_default():
     changed = train_gan.parse_config(train_gan.GANConfig, ["--dataset", "ring8", "--accumulate-d", "2"], "")
     with pytest.raises(UserError, match=r"accumulate_d: 1 -> 2"):
         rundir.check_resume_config(changed, {"config": saved})
+    # a run started under older defaults: the error names the flags that continue it as it started
+    older = dict(saved, r1=0.5, spectral_norm=True, pack=4)
+    with pytest.raises(UserError, match=r"as it started with: --pack 4 --r1 0.5 --spectral-norm$"):
+        rundir.check_resume_config(cfg, {"config": older})
 
 
 def test_auto_defaults_per_kind_and_dataset():
