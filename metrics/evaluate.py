@@ -28,6 +28,17 @@ PRDC_MAX = 10000  # PRDC on at most this many real and generated samples (Naeem 
 KID_SUBSETS, KID_SUBSET_SIZE, PRDC_K = 20, 200, 5  # metrics/image.py's defaults, stated in the protocol
 
 
+def class_accuracy(predicted, asked, num_classes):
+    """Conditional runs: the share of samples recognised as the class they were asked for, overall,
+    per class (`class_accuracy_per_class`, asked-for class k at index k) and its worst class."""
+    predicted, asked = np.asarray(predicted), np.asarray(asked)
+    per_class = [float((predicted[asked == k] == k).mean()) if (asked == k).any() else None  # None: never asked
+                 for k in range(num_classes)]
+    asked_classes = [a for a in per_class if a is not None]
+    return {"class_accuracy": float((predicted == asked).mean()), "class_accuracy_per_class": per_class,
+            "class_accuracy_min": min(asked_classes)}
+
+
 class ToyEvaluator:
     def __init__(self, source, seed=None, protocol="quick"):
         self.source, self.seed, self.name = source, seed, protocol
@@ -39,7 +50,7 @@ class ToyEvaluator:
         out = mode_stats(samples, self.source.centers, self.source.std)
         if labels is not None:
             d = np.linalg.norm(samples[:, None, :] - self.source.centers[None], axis=2)
-            out["class_accuracy"] = float((d.argmin(1) == labels).mean())
+            out.update(class_accuracy(d.argmin(1), labels, len(self.source.centers)))
         k = len(self.source.centers)
         self.protocol = {
             "name": self.name, "description": PROTOCOLS[self.name].split(" vs ")[0],  # no real set here
@@ -109,13 +120,14 @@ class ImageEvaluator:
                 out["fid_inception_reference"] = self.fid_inception_reference
             out["is_inception"], out["is_inception_std"] = inception_score(softmax64(logits), is_splits)
         if labels is not None:
-            out["class_accuracy"] = float((probs.argmax(1) == labels).mean())
+            out.update(class_accuracy(probs.argmax(1), labels, probs.shape[1]))
         self.protocol = self.describe(len(samples), is_splits, labels is not None)
         return out
 
     def describe(self, generated, is_splits, conditional=False):
         classifier_scores = ["fid", "fid_reference", "kid", "precision", "recall", "density", "coverage",
-                             "class_score", "classes_covered", "class_kl"] + (["class_accuracy"] if conditional else [])
+                             "class_score", "classes_covered", "class_kl"] + (
+                                 ["class_accuracy", "class_accuracy_min"] if conditional else [])
         protocol = {
             "name": self.name, "description": PROTOCOLS[self.name], "seed": self.seed,
             "generated": generated, "real": self.n_real, "real_split": "train",

@@ -198,3 +198,13 @@ def test_fid_reference_subsets_are_disjoint_and_of_the_evaluation_size(digits_so
     paper(samples[:64])
     assert (paper.n_real, paper.reference_n) == (1797, 898)
     assert paper.protocol["name"] == "paper" and paper.protocol["generated"] == 64 and paper.protocol["real"] == 1797
+
+
+def test_class_accuracy_overall_per_class_and_worst():
+    from metrics.evaluate import class_accuracy
+    asked = np.array([0, 0, 0, 0, 1, 1, 2, 2])
+    predicted = np.array([0, 0, 0, 1, 1, 0, 2, 2])  # class 0: 3/4, class 1: 1/2, class 2: 2/2
+    out = class_accuracy(predicted, asked, 4)
+    assert out["class_accuracy"] == 6 / 8
+    assert out["class_accuracy_per_class"] == [0.75, 0.5, 1.0, None]  # class 3 never asked for
+    assert out["class_accuracy_min"] == 0.5
