@@ -11,6 +11,7 @@ OUT/sweep.json holds the command, every run's metrics.json and the summary; OUT/
 ready for a README. Interrupted (Ctrl-C, a reboot)? Run the same command with the same --out: the
 finished seeds are kept, an unfinished one resumes from its last checkpoint.
 --goal KEY>=X (also <=, >, <, ==; repeatable) counts the seeds that meet it: "modes>=24: 9/10 seeds".
+wall_s is each run's whole-process wall time (start-up, compiling and evaluation included).
 std is the sample standard deviation (ddof 1), as in published mean +- std tables.
 Exit status 0 when every seed finished, 1 when some run failed (the table covers the others), 2 on
 bad input.
@@ -163,6 +164,7 @@ def run_seed(script, flags, seed, out):
     if status == 0 and os.path.isfile(metrics_path):
         with open(metrics_path) as f:
             record["metrics"] = json.load(f)
+        record["metrics"]["wall_s"] = record["seconds"]  # the whole process: start-up, compile, evaluation
     elif status == 0:
         record["status"] = -1  # finished without metrics: nothing to summarize
     return record

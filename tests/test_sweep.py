@@ -62,6 +62,7 @@ def test_sweep_runs_each_seed_summarizes_and_continues(tmp_path):
     assert w["mean"] == pytest.approx(np.mean([m["w"] for m in per_seed]))
     assert w["std"] == pytest.approx(np.std([m["w"] for m in per_seed], ddof=1))
     assert w["goals"][0]["met"] == sum(m["w"] >= 1 for m in per_seed)
+    assert result["summary"]["wall_s"]["n"] == 2 and result["summary"]["wall_s"]["min"] > 0
     assert open(os.path.join(out, "sweep.md")).read() in first.stdout
     assert first.stdout.strip().splitlines()[-1].startswith("sweep: 2/2 seeds finished")
 
