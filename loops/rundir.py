@@ -65,7 +65,7 @@ def check_resume_config(cfg, meta):
 
 
 def flag_words(key, value, default):
-    """('r1', 0.0) -> '--r1 0.0'; a boolean as its flag, or its --no- form where the default is on
+    """('width', 64) -> '--width 64'; a boolean as its flag, or its --no- form where the default is on
     ("" when no flag gives the value: a default-off boolean is off by leaving its flag out)."""
     flag = "--" + key.replace("_", "-")
     if isinstance(value, bool):
