@@ -142,7 +142,8 @@ def run_seed(script, flags, seed, out):
     """One training run; returns its record (status = the exit code)."""
     run_dir = os.path.join(out, f"s{seed}")
     log = run_dir + ".log"
-    resume = os.path.isdir(os.path.join(run_dir, "checkpoints")) and os.listdir(os.path.join(run_dir, "checkpoints"))
+    ckpt_dir = os.path.join(run_dir, "checkpoints")  # a save killed half-way leaves only a .tmp: no resume
+    resume = os.path.isdir(ckpt_dir) and any(name.endswith(".ckpt") for name in os.listdir(ckpt_dir))
     cmd = [sys.executable, script, *flags, "--seed", str(seed), "--run-dir", run_dir, "--no-progress"]
     cmd += ["--resume"] if resume else []
     start = time.time()
@@ -151,7 +152,7 @@ def run_seed(script, flags, seed, out):
         f.flush()
         # its own session: a Ctrl-C reaches the sweep only, which then stops the run exactly once, so
         # the run saves a checkpoint and a rerun of the sweep resumes it
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, env=user_env())
         try:
             status = proc.wait()
         except KeyboardInterrupt:
@@ -170,6 +171,16 @@ def run_seed(script, flags, seed, out):
     return record
 
 
+def user_env():
+    """The environment the user started the sweep with: importing loops capped oneDNN at AVX2 for
+    this process (loops/__init__.py); a run must decide that itself, as when started directly."""
+    import loops
+    env = dict(os.environ)
+    if not loops.USER_ISA:
+        env.pop("DNNL_MAX_CPU_ISA", None)
+    return env
+
+
 def last_line(path):
     try:
         with open(path) as f:
@@ -185,7 +196,7 @@ def check_command(script, flags):
     if not os.path.isfile(script):
         raise UserError(f"{script}: no such training script")
     proc = subprocess.run([sys.executable, script, *flags, "--seed", "0", "--dry-run"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=user_env())
     if proc.returncode != 0:
         message = last_line_of(proc.stderr) or f"exit status {proc.returncode}"
         raise UserError(f"{shlex.join([script, *flags])}: {message.removeprefix('error: ')}")

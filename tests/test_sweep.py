@@ -104,6 +104,8 @@ run, seed = args[args.index("--run-dir") + 1], int(args[args.index("--seed") + 1
 os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
 with open(os.path.join(run, "argv.jsonl"), "a") as f:
     f.write(json.dumps(args) + "\\n")
+with open(os.path.join(run, "isa.txt"), "w") as f:
+    f.write(os.environ.get("DNNL_MAX_CPU_ISA", "unset"))
 if seed == 0 and "--resume" not in args:  # the first run waits to be stopped, then "saves"
     got = []
     signal.signal(signal.SIGINT, lambda *a: got.append(1))
@@ -124,7 +126,8 @@ def test_a_stopped_sweep_stops_its_run_once_and_a_rerun_resumes_it(tmp_path):
     fake.write_text(FAKE_TRAINER)
     out = tmp_path / "sw"
     args = [sys.executable, "-m", "metrics.sweep", "--seeds", "2", "--out", str(out), "--", str(fake)]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "DNNL_MAX_CPU_ISA"}  # as a user's shell has it
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     while not (out / "s0" / "ready").exists():  # wait on observed progress
         assert proc.poll() is None, proc.communicate()
     proc.terminate()
@@ -132,9 +135,29 @@ def test_a_stopped_sweep_stops_its_run_once_and_a_rerun_resumes_it(tmp_path):
     assert proc.returncode == 130 and "run the same command with --out" in stderr, stderr
     assert (out / "s0" / "checkpoints" / "step_00000001.ckpt").read_text() == "1"  # one signal, then it saved
     assert not (out / "s1").exists()
+    # the run gets the user's environment, not the sweep's own oneDNN cap (a toy run lifts it itself)
+    assert (out / "s0" / "isa.txt").read_text() == "unset"
     again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     calls = [json.loads(line) for line in (out / "s0" / "argv.jsonl").read_text().splitlines()]
     assert "--resume" not in calls[0] and "--resume" in calls[1]
     summary = json.load(open(out / "sweep.json"))["summary"]["score"]
     assert (summary["n"], summary["mean"], summary["min"], summary["max"]) == (2, 1.0, 0.0, 2.0)
+
+
+def test_a_seed_resumes_only_from_a_complete_checkpoint(tmp_path):
+    """A save killed half-way leaves only a temp file: the rerun starts that seed afresh (the
+    training script would refuse --resume with no checkpoint); a complete one is resumed."""
+    from metrics.sweep import run_seed
+    fake = tmp_path / "fake_train.py"
+    fake.write_text(FAKE_TRAINER)
+    ckpts = tmp_path / "s1" / "checkpoints"
+    ckpts.mkdir(parents=True)
+    (ckpts / "step_00000001.ckpt.tmp4242").write_text("")
+    first = run_seed(str(fake), [], 1, str(tmp_path))
+    (ckpts / "step_00000002.ckpt").write_text("")
+    second = run_seed(str(fake), [], 1, str(tmp_path))
+    calls = [json.loads(line) for line in (tmp_path / "s1" / "argv.jsonl").read_text().splitlines()]
+    assert (first["status"], first["resumed"], "--resume" in calls[0]) == (0, False, False)
+    assert (second["status"], second["resumed"], "--resume" in calls[1]) == (0, True, True)
+    assert first["metrics"]["score"] == 2.0 and first["metrics"]["wall_s"] == first["seconds"]
