@@ -19,3 +19,12 @@ def lift_isa_cap():
     """No convolutions in this process: let oneDNN use every instruction set (before any kernel)."""
     if not USER_ISA:
         os.environ["DNNL_MAX_CPU_ISA"] = "ALL"
+
+
+def child_env(**extra):
+    """os.environ (plus `extra`) for a child process that should decide the cap itself, as when a user
+    starts it: without the cap this process set for itself (one the user set is kept)."""
+    env = dict(os.environ, **extra)
+    if not USER_ISA:
+        env.pop("DNNL_MAX_CPU_ISA", None)
+    return env

@@ -132,10 +132,15 @@ def markdown(sweep):
 
 
 def write_json(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-    os.replace(tmp, path)  # a reader (or an interrupted sweep) never sees half a file
+    """Temp file + rename (loops/files.py): a reader or an interrupted sweep never sees half a file, and
+    a full disk is one `error:` line (exit 4). Not loops.rundir's: that one loads MindSpore."""
+    from loops.files import atomic_write
+    text = json.dumps(obj, indent=2) + "\n"
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+    atomic_write(path, write, os.path.basename(path), len(text))
 
 
 def run_seed(script, flags, seed, out):
@@ -174,18 +179,14 @@ def run_seed(script, flags, seed, out):
 def user_env():
     """The environment the user started the sweep with: importing loops capped oneDNN at AVX2 for
     this process (loops/__init__.py); a run must decide that itself, as when started directly."""
-    import loops
-    env = dict(os.environ)
-    if not loops.USER_ISA:
-        env.pop("DNNL_MAX_CPU_ISA", None)
-    return env
+    from loops import child_env
+    return child_env()
 
 
 def last_line(path):
     try:
         with open(path) as f:
-            lines = [line.strip() for line in f if line.strip()]
-        return lines[-1] if lines else ""
+            return last_line_of(f.read())
     except OSError:
         return ""
 
@@ -203,7 +204,7 @@ def check_command(script, flags):
 
 
 def last_line_of(text):
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 

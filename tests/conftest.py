@@ -13,9 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_script(script, *args, check=True, timeout=600):
     """Run `python script args...` from the repo root; returns the CompletedProcess."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_v="3")
-    if not loops.USER_ISA:  # importing loops here capped oneDNN for this process only: scripts run as users'
-        env.pop("DNNL_MAX_CPU_ISA", None)
+    env = loops.child_env(PYTHONUNBUFFERED="1", GLOG_v="3")  # scripts run as users', not with our cap
     proc = subprocess.run([sys.executable, script, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

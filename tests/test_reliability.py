@@ -84,9 +84,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     run_script("train_gan.py", "--run-dir", whole, *args)
     run = tmp_path / "killed"
     rng = np.random.default_rng(0)
-    env = dict(os.environ, GLOG_v="4")
-    if not loops.USER_ISA:  # the users' numeric path (the test process capped oneDNN for itself)
-        env.pop("DNNL_MAX_CPU_ISA", None)
+    env = loops.child_env(GLOG_v="4")  # the users' numeric path (the test process capped oneDNN for itself)
     targets = (60, 140)  # kill once the run has checkpointed past each of these steps
     for target in targets:
         resume = ["--resume"] if list_checkpoints(run) else []

@@ -262,9 +262,7 @@ def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
     args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     run_script("train_rl.py", "--run-dir", whole, *args)
-    env = dict(os.environ, GLOG_v="4")
-    if not loops.USER_ISA:
-        env.pop("DNNL_MAX_CPU_ISA", None)
+    env = loops.child_env(GLOG_v="4")
     proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
                             stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     target = 20 if algo == "ppo" else 100  # of 40 / 240 iterations
