@@ -73,30 +73,18 @@ def build(name, amp="O0", optimizer=adam):
 
 
 def time_single(phases, iters):
+    """ms per iteration at one call per phase (Phase.run: its Pace sleeps, then reads each slow call),
+    compile time, and the share of an iteration outside the calls and their waits (host work)."""
     t0 = time.perf_counter()
     run_iteration(phases, 0)
     compile_s = time.perf_counter() - t0
-    inside = 0.0
-    timed = []
-    for phase in phases:  # time the compiled calls alone, to split off the host-side share
-        fn = phase.compiled
-
-        def timed_fn(*a, fn=fn):
-            nonlocal inside
-            t = time.perf_counter()
-            out = fn(*a)
-            out[0].asnumpy()
-            inside += time.perf_counter() - t
-            return out
-        phase.compiled = timed_fn
-        timed.append((phase, fn))
+    busy0 = sum(p.pace.busy_s for p in phases)
     t0 = time.perf_counter()
     for _ in range(iters):
         out = run_iteration(phases, 0)
     out["loss/d"].asnumpy()
     total = time.perf_counter() - t0
-    for phase, fn in timed:
-        phase.compiled = fn
+    inside = sum(p.pace.busy_s for p in phases) - busy0
     return total / iters, compile_s, 1 - inside / total
 
 

@@ -15,15 +15,18 @@ repeats in a loop of their own): for algorithms whose
 next iteration's inputs depend on this iteration's weights (a model acting between updates).
 On this project's 2-core VMs a compiled call that updates Parameters sometimes costs 5-50 ms of
 spinning runtime threads whatever its size, while the same updates looped inside one call cost
-~3 ms each (bench/RESULTS.md): fewer, bigger calls are the cure.
+~3 ms each (bench/RESULTS.md): fewer, bigger calls are the cure. Between calls, Pace, InFlight and
+HostSync (below) decide when the host waits for the device.
 
-Single-step mode reads values on the host only at `log_every` (and each loss for the non-finite
-check); a multi-step call returns its tags' means as host floats (one sync per call). Hooks and checkpoints run at their own
+Single-step mode reads each call's losses (the non-finite check) right after it while calls are
+slow, and only at log, hook and checkpoint points once they are measured to be tiny (HostSync); a
+multi-step call returns its tags' means as host floats (one sync per call). Hooks and checkpoints run at their own
 intervals (in multi-step mode: after the call that crosses them). SIGINT/SIGTERM finish the
 current call, save a checkpoint, and stop.
 """
 import signal
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +46,57 @@ def host_tensor(array):
     return Tensor.from_numpy(array if array.flags.c_contiguous else array.copy())
 
 
+class InFlight:
+    """Keeps the host input Tensors of the last few calls alive.
+
+    A compiled call returns before the device has run it, and a Tensor made with from_numpy that is
+    freed while its call may still read it makes MindSpore wait for that call: on CPU this wait cost
+    ~110 us per call, more than the whole regression step (190 vs 75 us per call,
+    bench/bench_process.py). Freed a few calls later, the inputs are long done with.
+    """
+    CALLS = 8
+
+    def __init__(self):
+        self.recent = deque(maxlen=self.CALLS)
+
+    def keep(self, tensors):
+        self.recent.append(tensors)
+        return tensors
+
+
+class Pace:
+    """Whether the host waits for one phase's call before going on.
+
+    A call returns before the device has run it. Launching the next graph while one is still in
+    flight is slow in MindSpore 2.10 on CPU: a 32x32 conv-net iteration of three separate calls (two
+    model updates and a weight average) took 1.23-1.26 s read once per iteration and 0.43 s with each
+    call read before the next one (the multi-step engine: 0.39-0.47 s; bench/RESULTS.md). So every call is waited for, except in
+    a phase measured to be tiny (FAST_CALLS calls in a row under FAST_S, host work included): there
+    the wait itself is the cost (regression: ~0.13 ms of a 0.26 ms step), and the driver reads the
+    outputs later, in bulk (HostSync).
+    """
+    FAST_S = 2e-3
+    FAST_CALLS = 20
+
+    def __init__(self):
+        self.fast_calls, self.waits, self.busy_s, self.calls = 0, True, 0.0, 0
+
+    def wait(self, outputs, launched):
+        """Called right after a call returned its (not yet computed) outputs."""
+        if not self.waits:
+            return
+        device = [o for o in outputs if hasattr(o, "asnumpy")]
+        if device:
+            device[-1].asnumpy()  # the outputs of one call are ready together
+        self.calls += 1
+        if self.calls == 1:  # the first call also compiled the graph
+            return
+        took = time.perf_counter() - launched
+        self.busy_s += took
+        self.fast_calls = self.fast_calls + 1 if took < self.FAST_S else 0
+        self.waits = self.fast_calls < self.FAST_CALLS
+
+
 @dataclass
 class Phase:
     name: str
@@ -52,12 +106,17 @@ class Phase:
     every: int = 1
     repeat: int = 1
     compiled: Callable = field(default=None, repr=False)
+    in_flight: InFlight = field(default_factory=InFlight, repr=False)
+    pace: Pace = field(default_factory=Pace, repr=False)
 
     def run(self, step):
         if self.compiled is None:
             self.compiled = maybe_jit(self.body)
-        inputs = tuple(host_tensor(a) for a in self.draw(step))
-        return dict(zip(self.tags, self.compiled(*inputs)))
+        inputs = self.in_flight.keep(tuple(host_tensor(a) for a in self.draw(step)))
+        launched = time.perf_counter()
+        outputs = self.compiled(*inputs)
+        self.pace.wait(outputs if isinstance(outputs, tuple) else (outputs,), launched)
+        return dict(zip(self.tags, outputs))
 
 
 @dataclass
@@ -117,6 +176,7 @@ class MultiStep:
         self.interval = [p.every != 1 for p in phases]
         self.shapes = [None] * len(phases)  # (shape, dtype) of one draw, learned from the first draw
         self.fn = None
+        self.in_flight = InFlight()
 
     def _build(self, counts):
         phases, k = self.phases, self.k
@@ -202,7 +262,8 @@ class MultiStep:
                                   for p, n in zip(phases, counts)])
         # one host sync per call, for all tags at once: indexing the Tensor per tag cost an eager op
         # each, and the non-finite check reads every loss anyway
-        means = self.fn(host_tensor(runs), host_tensor(weights), *stacked).asnumpy()
+        inputs = self.in_flight.keep((host_tensor(runs), host_tensor(weights), *stacked))
+        means = self.fn(*inputs).asnumpy()
         out, j = {}, 0
         for phase, n in zip(phases, counts):
             for tag in phase.tags:
@@ -230,10 +291,54 @@ class NonFinite(RunFailure):
 
 
 def check_finite(out, first, last):
-    """Raise NonFinite if a loss in `out` is NaN/Inf. One scalar sync per loss and call."""
+    """Raise NonFinite if a loss in `out` is NaN/Inf (a device value costs one host sync)."""
     for tag, value in out.items():
         if is_loss_tag(tag) and not np.isfinite(float(value.asnumpy() if hasattr(value, "asnumpy") else value)):
             raise NonFinite(tag, first, last)
+
+
+class HostSync:
+    """The non-finite check, and when it reads the losses of single-step calls.
+
+    While iterations are slow, each one's losses are read (checked) right after it. Once they are
+    measured to be tiny (FAST_CALLS in a row under FAST_S, host work included), reading each would
+    cost as much as the step (regression: ~0.13 ms of a 0.26 ms step), so losses wait here and
+    `check()` reads them all at once: the driver calls it before anything reads or saves the state
+    (a log line, a hook, a checkpoint, the stop) and at least every MAX_PENDING calls. The step a
+    NaN is reported at stays exact: each call's losses are kept with their steps. Host floats
+    (multi-step calls, read already) are checked at once. (Pace decides the same for each call.)
+    """
+    FAST_S = 2e-3
+    FAST_CALLS = 20
+    MAX_PENDING = 100
+
+    def __init__(self, check_losses):
+        self.check_losses, self.pending = check_losses, []
+        self.deferred, self.fast_calls, self.last_read = False, 0, None
+
+    def add(self, out, first, last):
+        if not any(hasattr(value, "asnumpy") for value in out.values()):
+            if self.check_losses:
+                check_finite(out, first, last)
+            return
+        self.pending.append((out, first, last))
+        if not self.deferred:
+            self.check()
+            now = time.perf_counter()
+            fast = self.last_read is not None and now - self.last_read < self.FAST_S
+            self.fast_calls, self.last_read = (self.fast_calls + 1 if fast else 0), now
+            self.deferred = self.fast_calls >= self.FAST_CALLS
+        elif len(self.pending) >= self.MAX_PENDING:
+            self.check()
+
+    def check(self):
+        """Read every pending call's outputs, oldest first (the error names the first bad step)."""
+        pending, self.pending = self.pending, []
+        for out, first, last in pending:
+            if self.check_losses:
+                check_finite(out, first, last)
+        if pending and not self.check_losses:  # still wait for the device: calls finish in order
+            [v for v in pending[-1][0].values() if hasattr(v, "asnumpy")][-1].asnumpy()
 
 
 def crossed(prev, done, every):
@@ -249,6 +354,7 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     With stop_on_nonfinite, a NaN/Inf loss raises NonFinite before anything else is written.
     """
     multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 or fuse else None
+    guard = HostSync(stop_on_nonfinite)
     last = {}
     latest = {}  # the newest value of every tag: interval phases log their last result
     step = start_step
@@ -268,21 +374,24 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
                 logger.note(f"compiled; the first {first_call} took {time.perf_counter() - compile_start:.1f} s")
                 first = False
             prev, step = step, step + n
-            if stop_on_nonfinite:
-                check_finite(out, prev + 1, step)
+            guard.add(out, prev + 1, step)
             logger.advance(n)
             latest.update(out)
-            if crossed(prev, step, log_every) or step == steps:
+            due = [hook for hook in hooks if crossed(prev, step, hook.every)]
+            stopping = stop.signum  # read once: a signal arriving now is handled after the next call
+            log_now = crossed(prev, step, log_every) or step == steps
+            if due or stopping is not None or log_now or crossed(prev, step, ckpt_every):
+                guard.check()  # before anything reads or saves this state
+            if log_now:
                 now = time.perf_counter()
                 latest["perf/steps_per_s"] = (step - tick_step) / max(now - tick, 1e-9)
                 tick, tick_step = now, step
                 last = logger.scalars(step, latest)
-            for hook in hooks:
-                if crossed(prev, step, hook.every):
-                    hook.run(step)
-            if stop.signum is not None:
+            for hook in due:
+                hook.run(step)
+            if stopping is not None:
                 save(step, final=True)
-                return last, 128 + stop.signum
+                return last, 128 + stopping
             if crossed(prev, step, ckpt_every) and step != steps:
                 save(step, final=False)
     save(steps, final=True)

@@ -13,7 +13,7 @@ import pytest
 import loops
 from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script
 from loops.checkpoint import list_checkpoints
-from loops.driver import NonFinite
+from loops.driver import HostSync, InFlight, NonFinite, Pace, Phase, train
 
 
 def test_nan_loss_stops_with_one_line_and_keeps_good_checkpoints(tmp_path):
@@ -40,6 +40,98 @@ def test_skip_nonfinite_keeps_going_and_counts(tmp_path):
 def test_nonfinite_names_the_model():
     assert "of model 'd' " in str(NonFinite("loss/d", 3, 3)) and "at step 3" in str(NonFinite("loss/d", 3, 3))
     assert "of model 'g' " in str(NonFinite("loss/g", 1, 10)) and "steps 1-10" in str(NonFinite("loss/g", 1, 10))
+
+
+class CountedLoss:
+    """A device-loss stand-in that records when it is read (each read is a sync in MindSpore)."""
+    reads, now = [], 0  # (step of the loss, driver's step when read)
+
+    def __init__(self, value, step):
+        self.value, self.step = value, step
+
+    def asnumpy(self):
+        CountedLoss.reads.append((self.step, CountedLoss.now))
+        return np.float32(self.value)
+
+
+class QuietLogger:
+    def note(self, text):
+        pass
+
+    def advance(self, n):
+        pass
+
+    def scalars(self, step, values):
+        return {k: float(v.asnumpy()) if hasattr(v, "asnumpy") else v for k, v in values.items()}
+
+
+def run_fake_losses(monkeypatch, fast_s):
+    """100 steps of a phase whose step-37 loss is NaN, logging every 25, checkpoints every 40."""
+    monkeypatch.setattr(HostSync, "FAST_S", fast_s)
+    values = [1.0] * 36 + [float("nan")] + [1.0] * 100
+
+    def run(step):
+        CountedLoss.now = step + 1
+        return {"loss/train": CountedLoss(values[step], step + 1)}
+    phase = Phase("fit", lambda step: (), lambda: None, ("loss/train",))
+    phase.run = run
+    saved = []
+    CountedLoss.reads = []
+    with pytest.raises(NonFinite, match="at step 37"):
+        train([phase], start_step=0, steps=100, log_every=25, logger=QuietLogger(),
+              save=lambda step, final: saved.append(step), ckpt_every=40, hooks=[])
+    assert saved == []  # nothing of the NaN state (nor after it) written
+    return {loss_step: read_at for loss_step, read_at in CountedLoss.reads}
+
+
+def test_tiny_calls_are_read_only_at_log_hook_and_checkpoint_points(monkeypatch):
+    """Once calls are fast, no host sync per call: losses wait until something reads or saves the
+    state, and the error still names the exact step."""
+    read_at = run_fake_losses(monkeypatch, fast_s=float("inf"))
+    deferred_from = HostSync.FAST_CALLS + 2  # the first call sets the clock, then FAST_CALLS fast ones
+    assert all(read_at[s] == s for s in range(1, deferred_from))
+    assert all(read_at[s] == 25 for s in range(deferred_from, 26))  # the log line at step 25
+    assert all(read_at[s] == 40 for s in range(26, 38))  # the checkpoint at 40 (oldest first: stops at 37)
+    assert max(read_at) == 37
+
+
+def test_slow_calls_are_read_after_every_call(monkeypatch):
+    read_at = run_fake_losses(monkeypatch, fast_s=0.0)
+    assert all(read_at[s] == s for s in range(1, 38)) and max(read_at) == 37
+
+
+def test_host_sync_bounds_the_pending_calls_and_checks_host_floats_at_once(monkeypatch):
+    monkeypatch.setattr(HostSync, "FAST_S", float("inf"))
+    sync = HostSync(True)
+    sync.deferred = True
+    CountedLoss.reads = []
+    for step in range(1, HostSync.MAX_PENDING):
+        sync.add({"loss/x": CountedLoss(1.0, step), "other": CountedLoss(float("nan"), step)}, step, step)
+    assert CountedLoss.reads == []  # pending; "other" is not a loss tag: never checked
+    sync.add({"loss/x": CountedLoss(1.0, 100)}, 100, 100)
+    assert len(CountedLoss.reads) == HostSync.MAX_PENDING and not sync.pending
+    with pytest.raises(NonFinite, match="steps 3-5"):
+        HostSync(True).add({"loss/x": float("inf")}, 3, 5)  # host floats: checked at once
+
+
+def test_pace_waits_for_each_call_until_calls_prove_tiny(monkeypatch):
+    """Each call is read before the next is launched (several graphs in flight are slow), except in
+    a phase whose calls are measured to be tiny."""
+    for fast_s, waited in ((0.0, 60), (float("inf"), 1 + Pace.FAST_CALLS)):
+        monkeypatch.setattr(Pace, "FAST_S", fast_s)
+        pace, CountedLoss.reads = Pace(), []
+        for step in range(60):
+            pace.wait((CountedLoss(1.0, step), "not a device value", CountedLoss(2.0, step)), time.perf_counter())
+        # one read per waited call (its last device output); the first call (compile) is not timed
+        assert [s for s, _ in CountedLoss.reads] == list(range(waited))
+
+
+def test_in_flight_keeps_the_inputs_of_the_last_calls():
+    ring = InFlight()
+    inputs = [(object(),) for _ in range(InFlight.CALLS + 3)]
+    for x in inputs:
+        assert ring.keep(x) is x
+    assert list(ring.recent) == inputs[-InFlight.CALLS:]
 
 
 def test_sigterm_saves_a_checkpoint_and_resume_finishes(tmp_path):
