@@ -57,7 +57,7 @@ def ours(args, steps, tmp):
     hide = os.path.join(tmp, "no_torch")
     os.makedirs(os.path.join(hide, "torch"), exist_ok=True)
     with open(os.path.join(hide, "torch", "__init__.py"), "w") as f:
-        f.write("raise ImportError('torch hidden by bench_process.py')\n")
+        f.write("raise ModuleNotFoundError('torch hidden by bench_process.py', name='torch')\n")
     return timed([sys.executable] + args + ["--steps", str(steps), "--ckpt-every", "0", "--no-progress",
                                             "--run-dir", run_dir], env_extra={"PYTHONPATH": hide})
 

@@ -192,7 +192,7 @@ def test_generate_bad_input_exit_2(tmp_path, capsys, args, message):
 
 
 @pytest.mark.slow
-def test_conditional_generator_produces_the_asked_class(tmp_path):
+def test_conditional_generator_produces_the_asked_class(tmp_path, capsys):
     run = tmp_path / "cond"
     run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--conditional", "--steps", 800,
                "--eval-samples", 800)
@@ -204,8 +204,8 @@ def test_conditional_generator_produces_the_asked_class(tmp_path):
         x = np.load(tmp_path / f"{k}.npy")
         nearest = np.linalg.norm(x[:, None] - ring8_centers()[None], axis=2).argmin(1)
         assert (nearest == k).mean() > 0.9
-    proc = run_script("generate.py", run, "--num", 4, "--out", tmp_path / "x.npy", "--class", 8, check=False)
-    assert proc.returncode == 2 and "--class must be in [0, 7]" in proc.stderr
+    code, lines = cli_error(generate.main, [run, "--num", 4, "--out", tmp_path / "x.npy", "--class", 8], capsys)
+    assert code == 2 and len(lines) == 1 and "--class must be in [0, 7]" in lines[0], lines
 
 
 @pytest.mark.slow
