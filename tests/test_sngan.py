@@ -1,6 +1,8 @@
 """SNGAN / cGAN-PD ResNets (models/resnet.py): shapes at 32/48/64, spectral norm on every D layer,
 conditional BatchNorm driven by the label, parameter counts equal to mimicry's, the same function
 as the PyTorch twin of bench/bench_arch.py, and one D and one G step that each move their own model."""
+import os
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -142,29 +144,71 @@ def copy_into_torch(net, twin):
     assert all(k.endswith(("weight_v", "num_batches_tracked")) for k in set(state) - done)
 
 
-@pytest.mark.parametrize("size, classes", [(32, 0), (48, 3), (64, 0), (32, 3)])
-def test_same_function_as_the_pytorch_twin(eager, size, classes):
-    """With the same weights and u, one training-mode forward (batch statistics, one power iteration)
-    of G and of D equals bench/bench_arch.py's PyTorch twin (itself checked, when written, to give
-    bit-identical outputs to mimicry's modules): the speed comparison times the same network."""
-    torch = pytest.importorskip("torch")
-    from bench.bench_arch import sngan_twin
+TWIN_CASES = [(32, 0), (48, 3), (64, 0), (32, 3)]
+TWIN_OUTPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "twin_outputs", "sngan_twin.npz")
+
+
+def seeded_sngan(size, classes):
+    """Width-4 G and D with every parameter drawn from a numpy Generator (the same on every machine),
+    in training mode, and the inputs of one forward."""
     G = SNGANGenerator(6, (3, size, size), width=4, num_classes=classes)
     D = SNGANDiscriminator((3, size, size), width=4, num_classes=classes)
-    tG, tD = sngan_twin(6, (3, size, size), 4, classes)
-    copy_into_torch(G, tG)
-    copy_into_torch(D, tD)
-    G.set_train(True)
-    D.set_train(True)
+    rng = np.random.default_rng([size, classes])
+    for net in (G, D):
+        for p in net.get_parameters():
+            if p.requires_grad or p.name.endswith(".u"):  # fixed BatchNorm gamma / beta and moving stats stay
+                p.set_data(Tensor(0.2 * rng.standard_normal(p.shape).astype(np.float32)))
+        net.set_train(True)
     rng = np.random.default_rng(0)
     z = rng.standard_normal((4, 6)).astype(np.float32)
     y = rng.integers(0, max(classes, 1), 4).astype(np.int32)
-    ours_y, twin_y = (Tensor(y), torch.from_numpy(y).long()) if classes else (None, None)
-    x = G(Tensor(z), ours_y).asnumpy()
+    return G, D, z, y
+
+
+def ours_forward(size, classes):
+    G, D, z, y = seeded_sngan(size, classes)
+    label = Tensor(y) if classes else None
+    x = G(Tensor(z), label).asnumpy()
+    return x, D(Tensor(x), label).asnumpy()
+
+
+def twin_forward(size, classes):
+    """The same forward in bench/bench_arch.py's PyTorch twin (itself checked, when written, to give
+    bit-identical outputs to mimicry's modules), on our weights and u."""
+    import torch
+    from bench.bench_arch import sngan_twin
+    G, D, z, y = seeded_sngan(size, classes)
+    tG, tD = sngan_twin(6, (3, size, size), 4, classes)
+    copy_into_torch(G, tG)
+    copy_into_torch(D, tD)
+    label = torch.from_numpy(y).long() if classes else None
     with torch.no_grad():
-        np.testing.assert_allclose(x, tG(torch.from_numpy(z), twin_y).numpy(), atol=1e-3)
-        logits = tD(torch.from_numpy(x), twin_y).numpy()
-    np.testing.assert_allclose(D(Tensor(x), ours_y).asnumpy(), logits, rtol=1e-4, atol=1e-4)
+        x = tG(torch.from_numpy(z), label).numpy()
+        return x, tD(torch.from_numpy(x), label).numpy()
+
+
+@pytest.mark.parametrize("size, classes", TWIN_CASES)
+def test_same_function_as_the_pytorch_twin(eager, size, classes):
+    """One training-mode forward (batch statistics, one power iteration) of G and of D gives the
+    PyTorch twin's outputs, stored in tests/twin_outputs/ (written by `PYTHONPATH=. python tests/test_sngan.py`
+    where torch is installed), so the check runs without torch: the speed comparison times the same
+    network. D is fed the twin's images, so each model is compared on its own."""
+    stored = np.load(TWIN_OUTPUTS)
+    x, _ = ours_forward(size, classes)
+    np.testing.assert_allclose(x, stored[f"x_{size}_{classes}"], atol=1e-3)
+    G, D, z, y = seeded_sngan(size, classes)
+    logits = D(Tensor(stored[f"x_{size}_{classes}"]), Tensor(y) if classes else None).asnumpy()
+    np.testing.assert_allclose(logits, stored[f"logits_{size}_{classes}"], rtol=1e-4, atol=1e-4)
+
+
+def test_stored_twin_outputs_are_what_the_live_twin_computes(eager):
+    """Where torch is installed (CI installs none), the stored outputs equal a fresh twin run."""
+    pytest.importorskip("torch")
+    stored = np.load(TWIN_OUTPUTS)
+    for size, classes in TWIN_CASES:
+        x, logits = twin_forward(size, classes)
+        np.testing.assert_allclose(x, stored[f"x_{size}_{classes}"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(logits, stored[f"logits_{size}_{classes}"], rtol=1e-5, atol=1e-5)
 
 
 def weights(cell):
@@ -206,3 +250,13 @@ def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes):
     # spectral norm's power iteration ran (training mode; the head's u has one entry: always 1)
     u1 = [p.asnumpy() for p in D.get_parameters() if p.name.endswith(".u")]
     assert all(not np.array_equal(a, b) for a, b in zip(u0, u1) if a.size > 1)
+
+
+if __name__ == "__main__":  # write the PyTorch twin's outputs (needs torch): PYTHONPATH=. python tests/test_sngan.py
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    arrays = {}
+    for size, classes in TWIN_CASES:
+        arrays[f"x_{size}_{classes}"], arrays[f"logits_{size}_{classes}"] = twin_forward(size, classes)
+    os.makedirs(os.path.dirname(TWIN_OUTPUTS), exist_ok=True)
+    np.savez_compressed(TWIN_OUTPUTS, **arrays)
+    print(f"wrote {TWIN_OUTPUTS}: {sorted(arrays)}")
