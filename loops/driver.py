@@ -71,9 +71,9 @@ class Pace:
     flight is slow in MindSpore 2.10 on CPU: a 32x32 conv-net iteration of three separate calls (two
     model updates and a weight average) took 1.23-1.26 s read once per iteration and 0.43 s with each
     call read before the next one (the multi-step engine: 0.39-0.47 s; bench/RESULTS.md). So every call is waited for, except in
-    a phase measured to be tiny (FAST_CALLS calls in a row under FAST_S, host work included): there
-    the wait itself is the cost (regression: ~0.13 ms of a 0.26 ms step), and the driver reads the
-    outputs later, in bulk (HostSync).
+    a phase measured to be tiny (FAST_CALLS calls in a row under FAST_S): there the wait itself is
+    the cost (regression: ~0.13 ms of a 0.26 ms step), and once every phase is tiny the driver reads
+    the losses later, in bulk (HostSync).
     """
     FAST_S = 2e-3
     FAST_CALLS = 20
@@ -300,21 +300,18 @@ def check_finite(out, first, last):
 class HostSync:
     """The non-finite check, and when it reads the losses of single-step calls.
 
-    While iterations are slow, each one's losses are read (checked) right after it. Once they are
-    measured to be tiny (FAST_CALLS in a row under FAST_S, host work included), reading each would
+    While some phase's calls are still waited for (Pace), each iteration's losses are read right
+    after it: the read costs nothing more. Once every phase is measured to be tiny, reading each would
     cost as much as the step (regression: ~0.13 ms of a 0.26 ms step), so losses wait here and
     `check()` reads them all at once: the driver calls it before anything reads or saves the state
     (a log line, a hook, a checkpoint, the stop) and at least every MAX_PENDING calls. The step a
     NaN is reported at stays exact: each call's losses are kept with their steps. Host floats
-    (multi-step calls, read already) are checked at once. (Pace decides the same for each call.)
+    (multi-step calls, read already) are checked at once.
     """
-    FAST_S = 2e-3
-    FAST_CALLS = 20
     MAX_PENDING = 100
 
-    def __init__(self, check_losses):
-        self.check_losses, self.pending = check_losses, []
-        self.deferred, self.fast_calls, self.last_read = False, 0, None
+    def __init__(self, check_losses, phases):
+        self.check_losses, self.phases, self.pending = check_losses, phases, []
 
     def add(self, out, first, last):
         if not any(hasattr(value, "asnumpy") for value in out.values()):
@@ -322,13 +319,7 @@ class HostSync:
                 check_finite(out, first, last)
             return
         self.pending.append((out, first, last))
-        if not self.deferred:
-            self.check()
-            now = time.perf_counter()
-            fast = self.last_read is not None and now - self.last_read < self.FAST_S
-            self.fast_calls, self.last_read = (self.fast_calls + 1 if fast else 0), now
-            self.deferred = self.fast_calls >= self.FAST_CALLS
-        elif len(self.pending) >= self.MAX_PENDING:
+        if any(phase.pace.waits for phase in self.phases) or len(self.pending) >= self.MAX_PENDING:
             self.check()
 
     def check(self):
@@ -354,7 +345,7 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
     With stop_on_nonfinite, a NaN/Inf loss raises NonFinite before anything else is written.
     """
     multi = MultiStep(phases, steps_per_call) if steps_per_call > 1 or fuse else None
-    guard = HostSync(stop_on_nonfinite)
+    guard = HostSync(stop_on_nonfinite, phases)
     last = {}
     latest = {}  # the newest value of every tag: interval phases log their last result
     step = start_step

@@ -66,14 +66,16 @@ class QuietLogger:
 
 
 def run_fake_losses(monkeypatch, fast_s):
-    """100 steps of a phase whose step-37 loss is NaN, logging every 25, checkpoints every 40."""
-    monkeypatch.setattr(HostSync, "FAST_S", fast_s)
+    """100 steps of a phase whose step-37 loss is NaN, logging every 25, checkpoints every 40; its
+    calls take no time, and count as tiny when faster than `fast_s`."""
+    monkeypatch.setattr(Pace, "FAST_S", fast_s)
     values = [1.0] * 36 + [float("nan")] + [1.0] * 100
+    phase = Phase("fit", lambda step: (), lambda: None, ("loss/train",))
 
     def run(step):
         CountedLoss.now = step + 1
+        phase.pace.wait((), time.perf_counter())  # what Phase.run does after a call (no device outputs here)
         return {"loss/train": CountedLoss(values[step], step + 1)}
-    phase = Phase("fit", lambda step: (), lambda: None, ("loss/train",))
     phase.run = run
     saved = []
     CountedLoss.reads = []
@@ -88,7 +90,9 @@ def test_tiny_calls_are_read_only_at_log_hook_and_checkpoint_points(monkeypatch)
     """Once calls are fast, no host sync per call: losses wait until something reads or saves the
     state, and the error still names the exact step."""
     read_at = run_fake_losses(monkeypatch, fast_s=float("inf"))
-    deferred_from = HostSync.FAST_CALLS + 2  # the first call sets the clock, then FAST_CALLS fast ones
+    # the first call (compile) is not timed; after FAST_CALLS fast ones the phase proves tiny, and the
+    # losses of that last waited-for call already wait for the next read point
+    deferred_from = Pace.FAST_CALLS + 1
     assert all(read_at[s] == s for s in range(1, deferred_from))
     assert all(read_at[s] == 25 for s in range(deferred_from, 26))  # the log line at step 25
     assert all(read_at[s] == 40 for s in range(26, 38))  # the checkpoint at 40 (oldest first: stops at 37)
@@ -100,10 +104,10 @@ def test_slow_calls_are_read_after_every_call(monkeypatch):
     assert all(read_at[s] == s for s in range(1, 38)) and max(read_at) == 37
 
 
-def test_host_sync_bounds_the_pending_calls_and_checks_host_floats_at_once(monkeypatch):
-    monkeypatch.setattr(HostSync, "FAST_S", float("inf"))
-    sync = HostSync(True)
-    sync.deferred = True
+def test_host_sync_bounds_the_pending_calls_and_checks_host_floats_at_once():
+    phase = Phase("fit", lambda step: (), lambda: None, ("loss/x",))
+    phase.pace.waits = False  # measured tiny
+    sync = HostSync(True, [phase])
     CountedLoss.reads = []
     for step in range(1, HostSync.MAX_PENDING):
         sync.add({"loss/x": CountedLoss(1.0, step), "other": CountedLoss(float("nan"), step)}, step, step)
@@ -111,7 +115,7 @@ def test_host_sync_bounds_the_pending_calls_and_checks_host_floats_at_once(monke
     sync.add({"loss/x": CountedLoss(1.0, 100)}, 100, 100)
     assert len(CountedLoss.reads) == HostSync.MAX_PENDING and not sync.pending
     with pytest.raises(NonFinite, match="steps 3-5"):
-        HostSync(True).add({"loss/x": float("inf")}, 3, 5)  # host floats: checked at once
+        HostSync(True, [phase]).add({"loss/x": float("inf")}, 3, 5)  # host floats: checked at once
 
 
 def test_pace_waits_for_each_call_until_calls_prove_tiny(monkeypatch):
