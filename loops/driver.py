@@ -51,8 +51,8 @@ class InFlight:
 
     A compiled call returns before the device has run it, and a Tensor made with from_numpy that is
     freed while its call may still read it makes MindSpore wait for that call: on CPU this wait cost
-    ~110 us per call, more than the whole regression step (190 vs 75 us per call,
-    bench/bench_process.py). Freed a few calls later, the inputs are long done with.
+    ~110 us per call, more than the whole regression step (190 vs 75 us per call; bench/RESULTS.md).
+    Freed a few calls later, the inputs are long done with.
     """
     CALLS = 8
 
@@ -70,10 +70,10 @@ class Pace:
     A call returns before the device has run it. Launching the next graph while one is still in
     flight is slow in MindSpore 2.10 on CPU: a 32x32 conv-net iteration of three separate calls (two
     model updates and a weight average) took 1.23-1.26 s read once per iteration and 0.43 s with each
-    call read before the next one (the multi-step engine: 0.39-0.47 s; bench/RESULTS.md). So every call is waited for, except in
-    a phase measured to be tiny (FAST_CALLS calls in a row under FAST_S): there the wait itself is
-    the cost (regression: ~0.13 ms of a 0.26 ms step), and once every phase is tiny the driver reads
-    the losses later, in bulk (HostSync).
+    call read before the next one (the multi-step engine: 0.39-0.47 s; bench/RESULTS.md). So every
+    call is waited for, except in a phase measured to be tiny (FAST_CALLS calls in a row under
+    FAST_S): there the wait itself is the cost (regression: ~0.13 ms of a 0.26 ms step), and once
+    every phase is tiny the driver reads the losses later, in bulk (HostSync).
     """
     FAST_S = 2e-3
     FAST_CALLS = 20
