@@ -176,7 +176,6 @@ class MultiStep:
         self.interval = [p.every != 1 for p in phases]
         self.shapes = [None] * len(phases)  # (shape, dtype) of one draw, learned from the first draw
         self.fn = None
-        self.in_flight = InFlight()
 
     def _build(self, counts):
         phases, k = self.phases, self.k
@@ -262,8 +261,8 @@ class MultiStep:
                                   for p, n in zip(phases, counts)])
         # one host sync per call, for all tags at once: indexing the Tensor per tag cost an eager op
         # each, and the non-finite check reads every loss anyway
-        inputs = self.in_flight.keep((host_tensor(runs), host_tensor(weights), *stacked))
-        means = self.fn(*inputs).asnumpy()
+        # read at once: the call is done before its inputs are freed (no InFlight needed here)
+        means = self.fn(host_tensor(runs), host_tensor(weights), *stacked).asnumpy()
         out, j = {}, 0
         for phase, n in zip(phases, counts):
             for tag in phase.tags:
