@@ -15,6 +15,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench import record  # noqa: E402
+
 VARIANTS = {"full": "D, G, EMA (Adam)", "noema": "D, G (no EMA)", "sgd": "D, G, EMA with SGD",
             "donly": "D step alone", "gonly": "G step alone"}
 
@@ -49,15 +51,8 @@ def main():
                                for t in line.split()[1:]]
     rows = ["| variant | ms / iteration, K=10 (median; all) |", "|---|---|"]
     for variant, label in VARIANTS.items():
-        values = sorted(times[variant])
-        median = values[len(values) // 2] if values else float("nan")
-        rows.append(f"| {label} | {median:.2f} ({', '.join(f'{t:.2f}' for t in times[variant])}) |")
-    table = "\n".join(rows)
-    print(table)
-    if args.record:
-        from bench import record
-        record.append("Toy GAN iteration by parts (ring8, K=10)", "python bench/bench_gan_parts.py " +
-                      " ".join(sys.argv[1:]), table)
+        rows.append(f"| {label} | {record.median_cell(times[variant]) if times[variant] else 'failed'} |")
+    record.publish("Toy GAN iteration by parts (ring8, K=10)", "\n".join(rows), args.record)
 
 
 if __name__ == "__main__":

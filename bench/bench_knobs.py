@@ -18,6 +18,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench import record  # noqa: E402
+
 KNOBS = {
     "none (default)": "",
     "jit_level O1 (fusion passes)": "O1",
@@ -105,14 +107,8 @@ def main():
             continue
         med = statistics.median(times[name])
         same = "yes" if digests[name] == base_digest else "NO"
-        rows.append(f"| {name} | {med:.2f} ({', '.join(f'{t:.2f}' for t in times[name])}) | {base / med:.2f}x faster | "
-                    f"{same} |")
-    table = "\n".join(rows)
-    print(table)
-    if args.record:
-        from bench import record
-        record.append("MindSpore speed knobs, toy GAN (ring8, K=10)", "python bench/bench_knobs.py " +
-                      " ".join(sys.argv[1:]), table)
+        rows.append(f"| {name} | {record.median_cell(times[name])} | {base / med:.2f}x faster | {same} |")
+    record.publish("MindSpore speed knobs, toy GAN (ring8, K=10)", "\n".join(rows), args.record)
 
 
 if __name__ == "__main__":
