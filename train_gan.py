@@ -44,6 +44,9 @@ AUTO = {
 # FID 28 +- 11 on 3 seeds). grid25 needs longer (~0 of 25 modes at 2000 steps, ~24 at 6000) and a
 # small R1 penalty: 25 modes on 10 of 10 seeds (without R1: >= 24 on 3 of 5).
 AUTO_PER_DATASET = {"grid25": dict(steps=10000, r1=0.1)}
+# Class-conditional image runs keep learning the labels after 2000 steps (digits, seed 0: class accuracy
+# 0.89 at 2000, 0.93 at 3000, 0.96 at 4000); at 3000 steps, seeds 0-9: >= 0.9 on 10 of 10, FID 1.07 +- 0.13.
+AUTO_CONDITIONAL = {"image": dict(steps=3000)}
 
 
 # per-model flags for G and D (--lr-g, --clip-norm-d, --optimizer-g, --accumulate-d, ...) and the shared
@@ -68,7 +71,7 @@ class GANConfig(GANFlags):
         "evaluation and pictures": ("sample_every", "eval_every", "eval_samples"),
         "run": ("steps_per_call", "distributed"),
     }
-    steps: int = opt(0, "iterations (D x n_critic, then G)", auto="toy 5000 (grid25 10000), images 2000")
+    steps: int = opt(0, "iterations (D x n_critic, then G)", auto="toy 5000 (grid25 10000), images 2000 (--conditional 3000)")
     dataset: str = opt("digits", "training data", sorted(SOURCES))
     data_dir: str = opt("", "directory of the file-based datasets (mnist, fashion-mnist, cifar10, folder)")
     image_size: int = opt(0, "resize/crop images to this size (multiple of 4); 0: the dataset's own")
@@ -109,7 +112,9 @@ class GANConfig(GANFlags):
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
         fill_optimizer_flags(self, ("lr",), only_given=True)  # --lr: both models' rate, before the autos
-        for key, value in {**AUTO[self.kind()], **AUTO_PER_DATASET.get(self.dataset, {})}.items():
+        autos = {**AUTO[self.kind()], **AUTO_PER_DATASET.get(self.dataset, {}),
+                 **(AUTO_CONDITIONAL.get(self.kind(), {}) if self.conditional else {})}
+        for key, value in autos.items():
             if getattr(self, key) == self.__dataclass_fields__[key].default:  # left at "auto"
                 setattr(self, key, value)
         if not self.loss_scale:
