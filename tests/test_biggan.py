@@ -7,7 +7,7 @@ from mindspore import Tensor, nn
 
 from gan.models import build_models
 from gan.steps import make_gan_steps
-from loops.optim import make_optimizer
+from loops.optim import all_parameters, make_optimizer
 from models.biggan import BigGANDiscriminator, BigGANGenerator
 from models.spectral_norm import SpectralNorm
 
@@ -148,6 +148,8 @@ def test_d_step_and_g_step_move_only_their_own_model(graph_mode):
     opt_g = make_optimizer("adam", G.trainable_params(), 1e-2, "g.", (0.5, 0.999))
     opt_d = make_optimizer("adam", D.trainable_params(), 1e-2, "d.", (0.5, 0.999))
     d_step, g_step = make_gan_steps(G, D, "hinge", opt_g, opt_d, conditional=True)
+    names = [p.name for p in all_parameters(G, D, opt_g, opt_d)]
+    assert len(names) == len(set(names)) and all(n.split(".")[0] in ("g", "d") for n in names)
     rng = np.random.default_rng(0)
     real = Tensor(rng.uniform(-1, 1, (4,) + SHAPE).astype(np.float32))
     z, y = inputs()

@@ -24,9 +24,10 @@ from fixtures import write_cifar, write_idx, write_png_folder
 
 
 # O2 on the ResNets is left out to save ~1 minute of compiling: O2 is O3 with BatchNorm kept in
-# float32, both mindspore.amp's own levels, and O2 runs on the mlp and dcgan rows.
+# float32, both mindspore.amp's own levels, and O2 runs on the mlp and dcgan rows. BigGAN at O0
+# (~20 s of compiling) is tests/test_biggan.py's step test: every parameter moves as it should there.
 ARCH_AMP = [(arch, amp) for arch in sorted(ARCHS) for amp in AMP_LEVELS
-            if not (amp == "O2" and arch in ("sngan", "biggan"))]
+            if not (amp == "O2" and arch in ("sngan", "biggan")) and (arch, amp) != ("biggan", "O0")]
 
 
 @pytest.mark.parametrize("arch, amp", ARCH_AMP)
