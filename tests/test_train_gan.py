@@ -167,7 +167,7 @@ def test_resume_check_treats_flags_newer_than_the_checkpoint_as_their_default():
 def test_auto_defaults_per_kind_and_dataset():
     def steps(*argv):
         return train_gan.parse_config(train_gan.GANConfig, list(argv), "").steps
-    assert (steps("--dataset", "ring8"), steps("--dataset", "grid25"), steps()) == (5000, 10000, 2000)
+    assert (steps("--dataset", "ring8"), steps("--dataset", "grid25"), steps()) == (5000, 20000, 2000)
     assert steps("--dataset", "grid25", "--steps", "7") == 7  # a flag given by the user always wins
     # class-conditional images train longer; a conditional toy run keeps its dataset's budget
     assert (steps("--conditional"), steps("--conditional", "--dataset", "ring8")) == (3000, 5000)
