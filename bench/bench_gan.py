@@ -100,13 +100,10 @@ def time_multi(phases, iters, k):
     return (time.perf_counter() - t0) / (calls * k), compile_s
 
 
-def torch_reference(name, iters):
-    """The same iteration in PyTorch eager, or None when torch is not installed."""
-    try:
-        import torch
-        from torch import nn
-    except ImportError:
-        return None
+def torch_iteration(name):
+    """One iteration of the same GAN in PyTorch eager, as a function (import torch first)."""
+    import torch
+    from torch import nn
     torch.manual_seed(0)
     s = SETUPS[name]
     if s["arch"] == "mlp":
@@ -146,6 +143,16 @@ def torch_reference(name, iters):
         with torch.no_grad():
             for e, p in zip(E, G.parameters()):
                 e.mul_(0.999).add_(p, alpha=0.001)
+    return iteration
+
+
+def torch_reference(name, iters):
+    """(s per iteration, threads) of the same iteration in PyTorch eager, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    iteration = torch_iteration(name)
     for _ in range(5):
         iteration()
     t0 = time.perf_counter()

@@ -6,6 +6,7 @@ so S must be divisible by 4: 8x8 digits (2 -> 4 -> 8), 28x28 MNIST (7 -> 14 -> 2
 """
 from mindspore import nn, ops
 
+from models.activations import LeakyReLU
 from models.embedding import generator_embedding, projection_embedding
 from models.spectral_norm import maybe_sn
 
@@ -48,11 +49,11 @@ class DCGANDiscriminator(nn.Cell):
         sn = spectral_norm
         self.features = nn.SequentialCell([
             maybe_sn(nn.Conv2d(channels, width // 2, 3, pad_mode="pad", padding=1, has_bias=True), sn),
-            nn.LeakyReLU(0.2),
+            LeakyReLU(0.2),
             maybe_sn(nn.Conv2d(width // 2, width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), sn),
-            nn.LeakyReLU(0.2),
+            LeakyReLU(0.2),
             maybe_sn(nn.Conv2d(width, 2 * width, 4, stride=2, pad_mode="pad", padding=1, has_bias=True), sn),
-            nn.LeakyReLU(0.2),
+            LeakyReLU(0.2),
         ])
         features = 2 * width * (size // 4) * (size // 4)
         self.head = maybe_sn(nn.Dense(features, 1), sn)

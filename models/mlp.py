@@ -1,6 +1,7 @@
 """MLP generator and discriminator for 2-D toy mixtures (ring8, grid25)."""
 from mindspore import nn
 
+from models.activations import LeakyReLU
 from models.embedding import generator_embedding, projection_embedding
 from models.spectral_norm import maybe_sn
 
@@ -35,8 +36,8 @@ class MLPDiscriminator(nn.Cell):
 
     def __init__(self, in_shape, width=128, depth=2, num_classes=0, spectral_norm=False):
         super().__init__()
-        self.body = nn.SequentialCell([mlp([in_shape[0]] + [width] * depth, lambda: nn.LeakyReLU(0.2), spectral_norm),
-                                       nn.LeakyReLU(0.2)])
+        self.body = nn.SequentialCell([mlp([in_shape[0]] + [width] * depth, lambda: LeakyReLU(0.2), spectral_norm),
+                                       LeakyReLU(0.2)])
         self.head = maybe_sn(nn.Dense(width, 1), spectral_norm)
         self.embed = projection_embedding(num_classes, width, spectral_norm)
 

@@ -1,0 +1,145 @@
+"""Where the time of one GAN iteration goes, kernel by kernel: MindSpore's profiler vs PyTorch's.
+
+    python bench/bench_profile.py [--model ring8|dcgan] [--iters 300] [--record]
+
+The iteration of bench/bench_gan.py (D step, G step, EMA; Adam), MindSpore in the multi-step
+engine (K=10) and the PyTorch eager twin, each in its own process, each timed first without a
+profiler (ms per iteration), then profiled over the same number of iterations. The table groups
+kernel time per iteration by kind: matrix products (MatMul / aten::mm, addmm; convolutions and their
+gradients for the DCGAN), the optimizer, copies, and everything else. Why: after the per-call cost
+was removed, the question left is whether the gap to PyTorch is in kernels we launch too many of
+(ours to fix) or in kernels both frameworks run equally often but MindSpore runs slower (its own).
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bench import record  # noqa: E402
+
+KINDS = ("matrix products", "optimizer", "copies", "other")
+
+
+def kind_of(op):
+    """The kind of a MindSpore op type or a PyTorch aten op name."""
+    name = op.lower().removeprefix("aten::")
+    if name.startswith(("matmul", "mm", "addmm", "bmm", "conv", "convolution", "mkldnn_conv", "dense",
+                        "_convolution", "slow_conv", "thnn_conv")) or "backpropfilter" in name or "backpropinput" in name:
+        return "matrix products"
+    if name.startswith(("adam", "_fused_adam", "_foreach")):
+        return "optimizer"
+    if name in ("tensormove", "copy_", "clone", "contiguous", "to", "_to_copy"):
+        return "copies"
+    return "other"
+
+
+def summarise(per_op, iters):
+    """{op: (calls, ms)} over `iters` iterations -> per kind (calls / iteration, ms / iteration), top ops."""
+    kinds = {k: [0.0, 0.0] for k in KINDS}
+    for op, (calls, ms) in per_op.items():
+        kinds[kind_of(op)][0] += calls / iters
+        kinds[kind_of(op)][1] += ms / iters
+    top = sorted(per_op.items(), key=lambda kv: -kv[1][1])[:6]
+    return kinds, [(op, calls / iters, ms / iters) for op, (calls, ms) in top]
+
+
+def mindspore_child(model, iters):
+    import mindspore as ms
+    from mindspore.profiler import Profiler, ProfilerActivity
+    from bench import bench_gan
+    from loops.driver import MultiStep
+    if model == "ring8":
+        bench_gan.lift_isa_cap()  # as train_gan.py does for MLP runs
+    ms.set_context(mode=ms.GRAPH_MODE)
+    multi = MultiStep(bench_gan.build(model), 10)
+    calls = max(1, iters // 10)
+    for i in range(calls):  # compile and warm up
+        multi.run(i)
+    t0 = time.perf_counter()
+    for i in range(calls):
+        multi.run(i)
+    wall = (time.perf_counter() - t0) / (calls * 10)
+    out = tempfile.mkdtemp(prefix="msprof_")
+    prof = Profiler(output_path=out, activities=[ProfilerActivity.CPU])
+    for i in range(calls):
+        multi.run(i)
+    prof.analyse()
+    per_op = {}
+    for path in glob.glob(os.path.join(out, "**", "cpu_op_type_info_*.csv"), recursive=True):
+        for row in csv.DictReader(open(path)):
+            calls_, ms_ = per_op.get(row["op_type"], (0, 0.0))
+            per_op[row["op_type"]] = (calls_ + int(row["type_occurrences"]), ms_ + float(row["total_compute_time"]))
+    print("RESULT " + json.dumps({"wall_ms": wall * 1e3, "per_op": per_op, "iters": calls * 10}))
+
+
+def torch_child(model, iters):
+    try:
+        import torch
+    except ImportError:
+        print("RESULT null")
+        return
+    from bench import bench_gan
+    iteration = bench_gan.torch_iteration(model)
+    for _ in range(iters):
+        iteration()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        iteration()
+    wall = (time.perf_counter() - t0) / iters
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(iters):
+            iteration()
+    per_op = {e.key: (e.count, e.self_cpu_time_total / 1e3) for e in prof.key_averages()
+              if e.key.startswith("aten::") and e.self_cpu_time_total > 0}
+    print("RESULT " + json.dumps({"wall_ms": wall * 1e3, "per_op": per_op, "iters": iters,
+                                  "threads": torch.get_num_threads()}))
+
+
+def run_child(framework, model, iters):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", framework, "--model", model,
+                          "--iters", str(iters)], cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                         env=dict(os.environ, GLOG_v="3"))
+    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    if not lines:
+        raise SystemExit(f"error: the {framework} child failed:\n{out.stderr[-2000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="ring8", choices=("ring8", "dcgan"))
+    parser.add_argument("--iters", type=int, default=300)
+    parser.add_argument("--record", action="store_true")
+    parser.add_argument("--child", choices=("mindspore", "torch"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return (mindspore_child if args.child == "mindspore" else torch_child)(args.model, args.iters)
+    results = {"MindSpore (graph, K=10)": run_child("mindspore", args.model, args.iters),
+               "PyTorch eager": run_child("torch", args.model, args.iters)}
+    results = {k: v for k, v in results.items() if v}
+    summaries = {k: summarise({op: tuple(v) for op, v in r["per_op"].items()}, r["iters"]) for k, r in results.items()}
+    names = list(results)
+    rows = ["| | " + " | ".join(f"{n}: kernels / iter | {n}: ms / iter" for n in names) + " |",
+            "|---|" + "---|---|" * len(names)]
+    for kind in KINDS:
+        rows.append(f"| {kind} | " + " | ".join(f"{summaries[n][0][kind][0]:.0f} | {summaries[n][0][kind][1]:.2f}"
+                                                 for n in names) + " |")
+    rows.append("| all kernels (profiled) | " + " | ".join(
+        f"{sum(v[0] for v in summaries[n][0].values()):.0f} | {sum(v[1] for v in summaries[n][0].values()):.2f}"
+        for n in names) + " |")
+    rows.append("| wall time per iteration, unprofiled | " + " | ".join(f"| {results[n]['wall_ms']:.2f}" for n in names) + " |")
+    top = ["", "Largest ops per iteration (calls, ms):"] + [
+        f"- {n}: " + "; ".join(f"{op} {c:.0f}x {t:.3f}" for op, c, t in summaries[n][1]) for n in names]
+    record.publish(f"One GAN iteration kernel by kernel ({args.model})", "\n".join(rows + top), args.record)
+
+
+if __name__ == "__main__":
+    main()
