@@ -9,6 +9,7 @@ the mask version's gradient is one multiplication.
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -55,10 +56,10 @@ def main():
                                      capture_output=True, text=True, timeout=1800).stdout
                 times[variant] += [float(t) for line in out.splitlines() if line.startswith("RESULT ")
                                    for t in line.split()[1:]]
-        base = sorted(times["nn"])[len(times["nn"]) // 2] if times["nn"] else None
+        base = statistics.median(times["nn"]) if times["nn"] else None
         for variant, label in VARIANTS.items():
             ts = times[variant]
-            ratio = f"{base / sorted(ts)[len(ts) // 2]:.2f}x faster" if ts and base else ""
+            ratio = f"{base / statistics.median(ts):.2f}x faster" if ts and base else ""
             rows.append(f"| {model} | {label} | {record.median_cell(ts) if ts else 'failed'} | {ratio} |")
     record.publish("D's activation: nn.LeakyReLU vs a mask (K=10)", "\n".join(rows), args.record)
 

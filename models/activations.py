@@ -6,7 +6,7 @@ Here the slope is a mask: x * (a + (1 - a) [x > 0]); its gradient is one multipl
 same mask. Values, gradients and second-order gradients (R1, gradient penalty) are bit-identical to
 nn.LeakyReLU's (the mask is exactly 1 or a in float32), except the gradient at exactly x = 0: a here,
 as in PyTorch, (1 + a) / 2 in nn.LeakyReLU, which splits the tie of its maximum
-(tests/test_activations.py). Measured: toy-GAN iterations 1.22x faster, DCGAN 1.05x
+(tests/test_activations.py). Measured: toy-GAN iterations 1.25x faster, DCGAN 1.04x
 (`python bench/bench_activation.py`, bench/RESULTS.md).
 """
 from mindspore import nn
