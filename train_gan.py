@@ -40,11 +40,11 @@ AUTO = {
                   beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
 # Chosen with seed sweeps (python -m metrics.sweep, 10 seeds; README "Choosing the defaults"). Images:
-# D learns twice as fast as G (TTUR, Heusel et al. 2017): digits FID 4.19 +- 0.32, recall 0.96 (was
+# D learns twice as fast as G (TTUR, Heusel et al. 2017): digits FID 3.95 +- 0.26, recall 0.96 (was
 # FID 28 +- 11 on 3 seeds). grid25 needs longer (~0 of 25 modes at 2000 steps, ~24 at 6000) and a
 # small R1 penalty: 25 modes on 10 of 10 seeds (without R1: >= 24 on 3 of 5); hq (the share of samples
-# near a mode) is 0.82 +- 0.04 at 10000 steps and 0.935 +- 0.009 at 20000, >= 0.9 on 10 of 10 seeds.
-# ring8: hq 0.913 +- 0.021 at 5000 steps, 0.972 +- 0.006 at 20000 (>= 0.95 on 10 of 10; ~90 s a run).
+# near a mode) is 0.82 +- 0.04 at 10000 steps and 0.937 +- 0.007 at 20000, >= 0.9 on 10 of 10 seeds.
+# ring8: hq 0.913 +- 0.021 at 5000 steps, 0.970 +- 0.007 at 20000 (>= 0.95 on 10 of 10; ~90 s a run).
 AUTO_PER_DATASET = {"grid25": dict(r1=0.1)}
 # Class-conditional image runs keep learning the labels after 2000 steps (digits, seed 0: class accuracy
 # 0.89 at 2000, 0.93 at 3000, 0.96 at 4000). Seeds 0-9: at 3000 steps the worst class is below 0.8 on one
@@ -104,7 +104,7 @@ class GANConfig(GANFlags):
     eval_every: int = opt(0, "evaluate metrics every N steps (0: only at the end)")
     eval_samples: int = opt(2500, "samples drawn for each evaluation")
     steps_per_call: int = opt(0, "run K iterations inside one compiled loop (1: one call per step)",
-                              auto="10, the fastest measured (bench/RESULTS.md)")
+                              auto="10 (K=50: no faster on toy data, 5x coarser logs; bench/RESULTS.md)")
     distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
                                    "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
