@@ -181,6 +181,12 @@ def test_auto_defaults_per_kind_and_dataset():
     assert (cfg("--lr-d", "1e-4").lr_g, cfg("--lr-d", "1e-4").lr_d) == (2e-4, 1e-4)
     assert (cfg("--dataset", "grid25").r1, cfg("--dataset", "ring8").r1, cfg().r1) == (0.1, 0.0, 1.0)
     assert cfg("--dataset", "grid25", "--r1", "0").r1 == 0.0
+    # MNIST-format: both rates doubled and 3000 steps; Fashion-MNIST keeps the image defaults (unmeasured)
+    mnist = cfg("--dataset", "mnist")
+    assert (mnist.steps, mnist.lr_g, mnist.lr_d) == (3000, 4e-4, 8e-4)
+    assert (steps("--dataset", "fashion-mnist"), cfg("--dataset", "fashion-mnist").lr_d) == (2000, 4e-4)
+    assert cfg("--dataset", "mnist", "--lr", "1e-4").lr_d == 1e-4  # --lr still sets both
+    assert steps("--dataset", "mnist", "--conditional") == 4000  # conditional images' budget wins
 
 
 @pytest.mark.parametrize("args, message", [
