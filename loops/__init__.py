@@ -6,7 +6,8 @@ tens of times slower than its AVX2 ones (a 64->128 4x4 stride-2 conv on a 64x64x
 So oneDNN is capped at AVX2 by default. oneDNN reads the cap once, at its first kernel, so it is
 set here, at import, before any MindSpore op can run (models/ and metrics/ import this package
 first). Processes without convolutions (toy MLPs, regression) lift the cap in runtime.setup:
-the MLP iteration takes 0.86x its capped time uncapped (bench/RESULTS.md). A cap the user set (DNNL_MAX_CPU_ISA) is never touched.
+the MLP iteration takes 0.86x its capped time uncapped (bench/RESULTS.md). A cap the user set
+(DNNL_MAX_CPU_ISA) is never touched.
 No effect on GPU/Ascend kernels or on CPUs without AVX-512.
 """
 import os
