@@ -5,6 +5,13 @@ once per dataset (a few hundred steps with make_step, 10% held out for its accur
 under $GANLAB_CACHE (default ~/.cache/mindspore-gan-lab), keyed by a hash of the images, labels
 and this file's VERSION. Its 128-d penultimate layer gives the features (FID, KID, PRDC), its
 softmax the class probabilities (class score, class coverage).
+
+A trained classifier's initial weights follow the MindSpore random state of the process that trained
+it, so two caches can hold two classifiers, and one checkpoint two FIDs. metrics/reference/ ships the
+classifiers the README's numbers from 2026-12-04 on were measured on (sklearn digits, and those
+digits written as MNIST-format IDX by data/export_idx.py; a seed-0 train_gan.py run in an empty cache
+rebuilds them bit for bit): for those datasets they are read before any cache, so every machine
+scores alike.
 """
 import hashlib
 import json
@@ -20,6 +27,7 @@ from loops.step import make_step, maybe_jit
 
 VERSION = 1
 CHUNK = 250
+REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
 
 
 class Classifier(nn.Cell):
@@ -56,8 +64,7 @@ def data_key(images, labels):
 
 def train(images, labels, num_classes, steps=600, batch=64, seed=0):
     """(classifier, held-out accuracy). The data split and batches follow `seed`; the initial weights
-    follow the caller's MindSpore random state (so the cache of a seed-0 train_gan.py run is the
-    reference classifier: README, Metrics)."""
+    follow the caller's MindSpore random state (see the module docstring)."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(images))
     held = max(1, len(images) // 10)
@@ -79,17 +86,19 @@ def train(images, labels, num_classes, steps=600, batch=64, seed=0):
 
 
 def load_or_train(images, labels, num_classes, log=print):
-    """The cached classifier for this data, training (and caching) it on first use."""
+    """The shipped reference classifier for this data, else the cached one, else one trained (and
+    cached) now."""
     key = data_key(images, labels)
     path = os.path.join(cache_dir(), f"classifier-{key}.ckpt")
     net = Classifier(images.shape[1:], num_classes)
     net.update_parameters_name("clf.")
-    if os.path.isfile(path):
-        try:
-            meta = checkpoint.load_into(path, net.get_parameters())
-            return net, meta["accuracy"]
-        except checkpoint.CorruptCheckpoint as e:  # a damaged cache is rebuilt, never trusted
-            log(f"warning: {e}; training it again")
+    for stored in (os.path.join(REFERENCE_DIR, f"classifier-{key}.ckpt"), path):
+        if os.path.isfile(stored):
+            try:
+                meta = checkpoint.load_into(stored, net.get_parameters())
+                return net, meta["accuracy"]
+            except checkpoint.CorruptCheckpoint as e:  # a damaged file is rebuilt, never trusted
+                log(f"warning: {e}; training it again")
     log(f"training the metrics classifier for this dataset (once; cached in {cache_dir()})")
     trained, accuracy = train(images, labels, num_classes)
     tmp = path[:-5] + f".tmp{os.getpid()}.ckpt"

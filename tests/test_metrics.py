@@ -208,3 +208,29 @@ def test_class_accuracy_overall_per_class_and_worst():
     assert out["class_accuracy"] == 6 / 8
     assert out["class_accuracy_per_class"] == [0.75, 0.5, 1.0, None]  # class 3 never asked for
     assert out["class_accuracy_min"] == 0.5
+
+
+def test_digits_use_the_shipped_reference_classifier(tmp_path, monkeypatch, graph_mode):
+    """A trained classifier's weights follow the process's MindSpore random state, so the digits and
+    MNIST-format classifiers the README's numbers were measured on ship in metrics/reference/ and are
+    read before any cache: an empty cache gives those weights, and nothing is trained."""
+    import os
+
+    import mindspore as ms
+
+    from data.digits import digits
+    from metrics import classifier
+    monkeypatch.setenv("GANLAB_CACHE", str(tmp_path / "empty"))
+    source = digits(64, 0)
+    key = classifier.data_key(source.images, source.labels)
+    shipped = os.path.join(classifier.REFERENCE_DIR, f"classifier-{key}.ckpt")
+    assert os.path.isfile(shipped)  # the reference's key is the digits' data key: it is reachable
+    reference = ms.load_checkpoint(shipped)
+    net, accuracy = classifier.load_or_train(source.images, source.labels, 10,
+                                             log=lambda m: pytest.fail(f"trained instead of loading: {m}"))
+    names = [p.name for p in net.get_parameters()]
+    assert names and set(names) <= set(reference)
+    for p in net.get_parameters():  # every weight from the file: no random initial value is left
+        np.testing.assert_array_equal(p.asnumpy(), reference[p.name].asnumpy(), err_msg=p.name)
+    assert accuracy > 0.95
+    assert not (tmp_path / "empty").exists()  # nothing was cached: nothing was trained
