@@ -97,8 +97,8 @@ def load_or_train(images, labels, num_classes, log=print):
             try:
                 meta = checkpoint.load_into(stored, net.get_parameters())
                 return net, meta["accuracy"]
-            except checkpoint.CorruptCheckpoint as e:  # a damaged file is rebuilt, never trusted
-                log(f"warning: {e}; training it again")
+            except checkpoint.CorruptCheckpoint as e:  # a damaged file is never trusted: the next
+                log(f"warning: {e}; not used")            # source, or training, replaces it
     log(f"training the metrics classifier for this dataset (once; cached in {cache_dir()})")
     trained, accuracy = train(images, labels, num_classes)
     tmp = path[:-5] + f".tmp{os.getpid()}.ckpt"

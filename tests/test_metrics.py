@@ -234,3 +234,20 @@ def test_digits_use_the_shipped_reference_classifier(tmp_path, monkeypatch, grap
         np.testing.assert_array_equal(p.asnumpy(), reference[p.name].asnumpy(), err_msg=p.name)
     assert accuracy > 0.95
     assert not (tmp_path / "empty").exists()  # nothing was cached: nothing was trained
+
+
+def test_a_corrupt_cached_classifier_is_trained_again_and_replaced(tmp_path, monkeypatch, graph_mode):
+    from metrics import classifier
+    from fixtures import pattern
+    monkeypatch.setenv("GANLAB_CACHE", str(tmp_path))
+    rng = np.random.default_rng(0)
+    labels = (np.arange(300) % 10).astype(np.uint8)
+    images = np.stack([pattern(k, 28, rng) for k in labels])[:, None]  # no shipped reference for these
+    path = tmp_path / f"classifier-{classifier.data_key(images, labels)}.ckpt"
+    path.write_bytes(b"not a checkpoint")
+    said = []
+    net, accuracy = classifier.load_or_train(images, labels, 10, log=said.append)
+    assert "corrupt" in said[0] and "not used" in said[0] and "training the metrics classifier" in said[1], said
+    assert accuracy > 0.9  # the bars are easy: it really trained
+    reloaded, again = classifier.load_or_train(images, labels, 10, log=lambda m: pytest.fail(m))
+    assert again == accuracy  # the cache was replaced by the new classifier, read back without training
