@@ -241,13 +241,13 @@ def test_a_corrupt_cached_classifier_is_trained_again_and_replaced(tmp_path, mon
     from fixtures import pattern
     monkeypatch.setenv("GANLAB_CACHE", str(tmp_path))
     rng = np.random.default_rng(0)
-    labels = (np.arange(300) % 10).astype(np.uint8)
-    images = np.stack([pattern(k, 28, rng) for k in labels])[:, None]  # no shipped reference for these
+    labels = (np.arange(200) % 10).astype(np.uint8)  # 8x8: cheap to train; no shipped reference for these
+    images = np.stack([pattern(k, 8, rng) for k in labels])[:, None]
     path = tmp_path / f"classifier-{classifier.data_key(images, labels)}.ckpt"
     path.write_bytes(b"not a checkpoint")
     said = []
     net, accuracy = classifier.load_or_train(images, labels, 10, log=said.append)
     assert "corrupt" in said[0] and "not used" in said[0] and "training the metrics classifier" in said[1], said
-    assert accuracy > 0.9  # the bars are easy: it really trained
+    assert path.read_bytes() != b"not a checkpoint"  # replaced by the newly trained classifier ...
     reloaded, again = classifier.load_or_train(images, labels, 10, log=lambda m: pytest.fail(m))
-    assert again == accuracy  # the cache was replaced by the new classifier, read back without training
+    assert again == accuracy  # ... which is read back without training
