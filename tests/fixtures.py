@@ -2,6 +2,7 @@
 
 Class k of every fixture draws a bright bar at a class-specific place, so a classifier can learn
 the labels and a generator has modes to find."""
+import gzip as gz
 import os
 import struct
 
@@ -16,17 +17,30 @@ def pattern(k, size, rng):
     return img
 
 
-def write_idx(directory, n=300, size=28, seed=0):
-    """train-images-idx3-ubyte / train-labels-idx1-ubyte as in the MNIST distribution."""
+def write_idx(directory, n=300, size=28, seed=0, gzip=False, split="train"):
+    """The IDX image and label files as in the MNIST distribution: train-* (split="train") or
+    t10k-* (split="test"), uncompressed or, with gzip=True, only the .gz files as downloaded."""
     os.makedirs(directory, exist_ok=True)
     rng = np.random.default_rng(seed)
     labels = (np.arange(n) % 10).astype(np.uint8)
-    images = np.stack([pattern(k, size, rng) for k in labels])
-    with open(os.path.join(directory, "train-images-idx3-ubyte"), "wb") as f:
-        f.write(struct.pack(">IIII", 2051, n, size, size) + images.tobytes())
-    with open(os.path.join(directory, "train-labels-idx1-ubyte"), "wb") as f:
-        f.write(struct.pack(">II", 2049, n) + labels.tobytes())
+    images = np.stack([pattern(k, size, rng) for k in labels]) if n else np.zeros((0, size, size), np.uint8)
+    prefix = {"train": "train", "test": "t10k"}[split]
+    path = os.path.join(directory, prefix + "-{}-idx{}-ubyte" + (".gz" if gzip else ""))
+    write_file(path.format("images", 3), struct.pack(">IIII", 2051, n, size, size) + images.tobytes())
+    write_file(path.format("labels", 1), struct.pack(">II", 2049, n) + labels.tobytes())
     return images, labels
+
+
+def write_file(path, data):
+    """Write bytes to path, gzip-compressed if it ends in .gz."""
+    with (gz.open if str(path).endswith(".gz") else open)(path, "wb") as f:
+        f.write(data)
+
+
+def read_file(path):
+    """The bytes of path, decompressed if it ends in .gz."""
+    with (gz.open if str(path).endswith(".gz") else open)(path, "rb") as f:
+        return f.read()
 
 
 def write_cifar(directory, seed=0):
