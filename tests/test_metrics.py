@@ -212,8 +212,9 @@ def test_class_accuracy_overall_per_class_and_worst():
 
 def test_digits_use_the_shipped_reference_classifier(tmp_path, monkeypatch, graph_mode):
     """A trained classifier's weights follow the process's MindSpore random state, so the digits and
-    MNIST-format classifiers the README's numbers were measured on ship in metrics/reference/ and are
-    read before any cache: an empty cache gives those weights, and nothing is trained."""
+    MNIST-format classifiers the numbers of docs/results.md were measured on (docs/metrics.md) ship in
+    metrics/reference/ and are read before any cache: an empty cache gives those weights, and nothing
+    is trained."""
     import os
 
     import mindspore as ms

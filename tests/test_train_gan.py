@@ -175,7 +175,7 @@ def test_auto_defaults_per_kind_and_dataset():
 
     def cfg(*argv):
         return train_gan.parse_config(train_gan.GANConfig, list(argv), "")
-    # chosen by seed sweeps (README "Choosing the defaults"): TTUR on images, R1 0.1 on grid25 only
+    # chosen by seed sweeps (docs/results.md "Choosing the defaults"): TTUR on images, R1 0.1 on grid25 only
     assert (cfg().lr_g, cfg().lr_d) == (2e-4, 4e-4)
     assert (cfg("--lr", "3e-4").lr_g, cfg("--lr", "3e-4").lr_d) == (3e-4, 3e-4)  # --lr: both, no TTUR
     assert (cfg("--lr-d", "1e-4").lr_g, cfg("--lr-d", "1e-4").lr_d) == (2e-4, 1e-4)
@@ -245,7 +245,7 @@ def test_conditional_digits_produce_the_asked_class_per_the_metrics_classifier(t
 @pytest.mark.slow
 def test_ring8_defaults_cover_all_modes_with_high_quality(tmp_path):
     """The default toy recipe (MLP, batch 512, PacGAN pack 2, EMA 0.99) on ring8, at a quarter of its
-    20000 default steps to keep the suite short (the 20000-step result is the README's 10-seed sweep)."""
+    20000 default steps to keep the suite short (the 20000-step result is the 10-seed sweep in docs/results.md)."""
     run = tmp_path / "ring8"
     run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--steps", 5000)
     m = json.loads((run / "metrics.json").read_text())
