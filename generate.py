@@ -19,14 +19,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from loops.config import UserError, _Parser, run_cli
+from loops.config import CommandLineParser, UserError, run_cli
 from loops.files import atomic_write
 
 CHUNK = 500  # one compiled shape for every call; the last chunk is padded
 
 
 def parse(argv):
-    p = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = CommandLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir")
     p.add_argument("--num", type=int, required=True, help="number of samples")
     p.add_argument("--out", required=True, help="FILE.npy or FILE.png")

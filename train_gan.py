@@ -39,7 +39,7 @@ AUTO = {
     "image": dict(steps=2000, arch="dcgan", width=32, z_dim=32, batch_size=64, pack=1, lr_g=2e-4, lr_d=4e-4,
                   beta1=0.5, beta2=0.999, ema=0.99, r1=1.0, steps_per_call=10),
 }
-# Chosen with seed sweeps (python -m metrics.sweep, 10 seeds; README "Choosing the defaults"). Images:
+# Chosen with seed sweeps (python -m tools.sweep, 10 seeds; docs/results.md "Choosing the defaults"). Images:
 # D learns twice as fast as G (TTUR, Heusel et al. 2017): digits FID 3.95 +- 0.26, recall 0.96 (was
 # FID 28 +- 11 on 3 seeds). grid25 needs longer (~0 of 25 modes at 2000 steps, ~24 at 6000) and a
 # small R1 penalty: 25 modes on 10 of 10 seeds (without R1: >= 24 on 3 of 5); hq (the share of samples
@@ -117,6 +117,9 @@ class GANConfig(GANFlags):
     def kind(self):
         return "toy" if self.dataset in TOY else "image"
 
+    def owns_run(self, config):  # a run recorded before config.json named its recipe
+        return "z_dim" in config and "algo" not in config
+
     def validate(self):
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
@@ -163,7 +166,7 @@ class GANConfig(GANFlags):
 
 def main(argv):
     cfg = parse_config(GANConfig, argv, __doc__)  # exits after printing under --dry-run
-    with Run(cfg, convolutions=cfg.kind() == "image") as run:
+    with Run(cfg, convolutions=cfg.kind() == "image", recipe="gan.trainer") as run:
         try:  # data and model errors first: a bad --data-dir or --arch must not leave a run dir behind
             # --distributed: the source yields the global batch (per-rank batch x ranks); draws slice it
             source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))

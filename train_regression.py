@@ -45,6 +45,9 @@ class RegressionConfig(RegressionFlags):
     distributed: bool = opt(False, "data parallel under msrun: --batch-size per rank, gradients averaged "
                                    "over ranks, rank 0 writes the run dir (needs --run-dir)")
 
+    def owns_run(self, config):  # a run recorded before config.json named its recipe
+        return "z_dim" not in config and "algo" not in config
+
     def validate(self):
         super().validate()
         self.check_positive("batch_size", "steps_per_call", "lr")
@@ -53,7 +56,7 @@ class RegressionConfig(RegressionFlags):
 
 def main(argv):
     cfg = parse_config(RegressionConfig, argv, __doc__)  # exits after printing under --dry-run
-    with Run(cfg) as run:
+    with Run(cfg, recipe="regression") as run:
         run.open("train_regression", "linear", "mse")
         model = Learner.from_config("model", Linear(), cfg, flags="")
 

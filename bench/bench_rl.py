@@ -28,14 +28,14 @@ from bench import record  # noqa: E402
 def ours(algo, iters, extra=()):
     """(env steps per second, ms per iteration, share of time inside compiled calls) of train_rl.py's
     training iterations, after one untimed iteration (compilation, warm-up)."""
-    import train_rl
     from loops.config import parse_config
     from loops.driver import MultiStep
     from loops.run import Run
-    from rl import AGENTS
-    cfg = parse_config(train_rl.RLConfig, ["--algo", algo, "--run-dir", tempfile.mkdtemp(), *extra], "")
-    run = Run(cfg)
-    agent = AGENTS[algo](cfg, run)
+    from rl import algorithm
+    recipe = algorithm(algo)  # what train_rl.py builds for --algo
+    cfg = parse_config(recipe.Config, ["--algo", algo, "--run-dir", tempfile.mkdtemp(), *extra], "")
+    run = Run(cfg, recipe=recipe.__name__)
+    agent = recipe.AGENT(cfg, run)
     engine = MultiStep(agent.phases(), 1)  # as train_rl.py runs them: one fused call per iteration
     engine.run(0)
     inside, fn = [0.0], engine.fn

@@ -27,8 +27,8 @@ def export(directory, size=28):
 
 
 if __name__ == "__main__":
-    from loops.config import _Parser  # one-line `error:` and exit 2, like every entry point
-    parser = _Parser(prog="python -m data.export_idx", description=__doc__,
+    from loops.config import CommandLineParser  # one-line `error:` and exit 2, like every entry point
+    parser = CommandLineParser(prog="python -m data.export_idx", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", default="data/digits-idx", help="output directory (default: %(default)s)")
     parser.add_argument("--size", type=int, default=28, help="image side in pixels (default: %(default)s)")

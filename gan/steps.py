@@ -2,8 +2,9 @@
 
 Each forward function reads its host inputs by name through a StepInputs layout (loops/step.py),
 defined once here by `d_inputs` / `g_inputs` / `r1_inputs`; the trainer's draws pack by the same
-names. `gan_forwards` returns the functions alone, for Learner.step (gan/trainer.py);
-`make_gan_steps` / `make_lazy_r1_step` wrap them into steps over given optimizers (tests, benches).
+names. `gan_forwards` returns the functions alone; `make_gan_steps` / `make_lazy_r1_step` wrap them into
+steps over given optimizers and gradient transforms: the ONE construction path, used by training
+(gan/trainer.py, with each Learner's optimizer and transform), the tests and the benchmarks.
 """
 from mindspore import ops
 
@@ -127,11 +128,12 @@ def make_gan_steps(generator, discriminator, loss, opt_g, opt_d, transform_g=Non
 
 
 def make_lazy_r1_step(discriminator, opt_d, gamma, every, transform=None, pack_size=1, conditional=False,
-                      augment_policies=(), weight_clip=0.0):
+                      augment_policies=(), weight_clip=0.0, grad_reducer=None):
     """The lazy R1 step over D's optimizer: r1_step(real[, y_real][, aug...]) (see lazy_r1_forward).
     Use it with make_gan_steps(..., r1=0)."""
     arity = augment.arity(augment_policies) if augment_policies else 0
     forward, layout = lazy_r1_forward(discriminator, gamma, every, pack_size, conditional, augment_policies, arity)
-    step = make_step(forward, opt_d, transform, constraint=weight_clipper(opt_d, weight_clip))
+    reducer = grad_reducer(opt_d.parameters) if grad_reducer else None
+    step = make_step(forward, opt_d, transform, grad_reducer=reducer, constraint=weight_clipper(opt_d, weight_clip))
     step.layout = layout
     return step

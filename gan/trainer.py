@@ -14,9 +14,10 @@ from mindspore import Tensor
 from tqdm import tqdm
 
 from gan import augment
+from gan.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR asks this recipe)
 from gan.models import make_nets, make_sampler
 from gan.pictures import image_grid, save_png, scatter_plot
-from gan.steps import gan_forwards, lazy_r1_forward, weight_clipper
+from gan.steps import make_gan_steps, make_lazy_r1_step
 from loops import distributed
 from loops.config import WriteFailure
 from loops.driver import Hook, Phase
@@ -64,18 +65,19 @@ class GANTrainer:
         self.fixed_inputs()
 
     def build_steps(self):
+        """D's and G's steps (and lazy R1's) by gan/steps.py, the one path tests and benchmarks use too."""
         cfg, g, d = self.cfg, self.g, self.d
-        d_forward, g_forward, self.d_layout, self.g_layout = gan_forwards(
-            g.net, d.net, cfg.loss, cfg.pack, 0.0 if self.lazy_r1 else cfg.r1, cfg.gp, cfg.conditional,
-            self.policies, self.arity)
-        clip = weight_clipper(d.optimizer, cfg.weight_clip)
         reducer = distributed.grad_reducer  # data parallel (None in one process)
-        self.d_step = d.step(d_forward, has_aux=True, takes_lr=self.scheduled, grad_reducer=reducer, constraint=clip)
-        self.g_step = g.step(g_forward, takes_lr=self.scheduled, grad_reducer=reducer)
+        self.d_step, self.g_step = make_gan_steps(
+            g.net, d.net, cfg.loss, g.optimizer, d.optimizer, g.transform, d.transform, pack_size=cfg.pack,
+            r1=0.0 if self.lazy_r1 else cfg.r1, gp=cfg.gp, takes_lr=self.scheduled, grad_reducer=reducer,
+            conditional=cfg.conditional, augment_policies=self.policies, augment_arity=self.arity,
+            weight_clip=cfg.weight_clip)
+        self.d_layout, self.g_layout = self.d_step.layout, self.g_step.layout
         if self.lazy_r1:
-            r1_forward, self.r1_layout = lazy_r1_forward(d.net, cfg.r1, cfg.r1_every, cfg.pack, cfg.conditional,
-                                                         self.policies, self.arity)
-            self.r1_step = d.step(r1_forward, grad_reducer=reducer, constraint=clip)
+            self.r1_step = make_lazy_r1_step(d.net, d.optimizer, cfg.r1, cfg.r1_every, d.transform, cfg.pack,
+                                             cfg.conditional, self.policies, cfg.weight_clip, grad_reducer=reducer)
+            self.r1_layout = self.r1_step.layout
 
     # ---- host draws: one call's inputs, always in the same order from the one RNG ----
     def latent(self):

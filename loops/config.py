@@ -38,7 +38,8 @@ AUTO = "auto"
 def opt(default, help, choices=None, auto=None):
     """A config field with its help text (and, for strings, the valid choices). `auto`: what the
     script picks when the flag is left out or given as the word `auto` (e.g. "toy 2, images 1"); the
-    field then holds its default, a placeholder that the config's validate() replaces."""
+    field then holds its default, a placeholder that the config's validate() replaces. auto=True: the
+    word `auto` is accepted and means the default itself (a recipe's own default)."""
     return field(default=default, metadata={"help": help, "choices": choices, "auto": auto})
 
 
@@ -76,18 +77,25 @@ class RunConfig:
 
     def check_positive(self, *names):
         """Each field is > 0 (and finite, for floats)."""
-        self._check_each(names, lambda v: math.isfinite(v) and v > 0, "a finite number > 0"
-                         if any(isinstance(getattr(self, n), float) for n in names) else "> 0")
+        for name in names:
+            self._check_each([name], lambda v: math.isfinite(v) and v > 0,
+                             "a finite number > 0" if isinstance(getattr(self, name), float) else "> 0")
 
     def check_non_negative(self, *names):
         """Each field is a finite number >= 0."""
-        self._check_each(names, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"
-                         if any(isinstance(getattr(self, n), float) for n in names) else ">= 0")
+        for name in names:
+            self._check_each([name], lambda v: math.isfinite(v) and v >= 0,
+                             "a finite number >= 0" if isinstance(getattr(self, name), float) else ">= 0")
 
     def validate(self):
         self.check_positive("steps", "log_every")
         self.check_non_negative("seed", "ckpt_every", "keep_ckpts")
         self.check(not (self.resume and not self.run_dir), "--resume needs --run-dir")
+
+    def owns_run(self, config):
+        """Whether a run recorded before config.json named its recipe (`config`: its config.json)
+        was made by this config's script; recipes override it with what tells their runs apart."""
+        return True
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -97,10 +105,22 @@ class RunConfig:
         return {k: v for k, v in self.to_dict().items() if k not in self.RUNTIME_KEYS}
 
 
-class _Parser(argparse.ArgumentParser):
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse with the project's error contract: one `error: ...` line (with a did-you-mean for a
+    near-miss flag or choice) and exit status 2. Every command line of the project uses it."""
+
+    unknown_hint = ""  # appended to an unknown flag's error when no near-miss is found
+
     def error(self, message):  # one line, exit 2 (argparse prints usage too)
-        print(f"error: {message}{self.suggestion(message)}", file=sys.stderr)
+        hint = self.suggestion(message)
+        if not hint and message.startswith("unrecognized arguments:") and self.unknown_hint:
+            hint = f" ({self.unknown_hint})"
+        print(f"error: {message}{hint}", file=sys.stderr)
         sys.exit(2)
+
+    def flag_names(self):
+        """Every --flag this parser knows, sorted (without --help)."""
+        return sorted(o for a in self._actions for o in a.option_strings if o.startswith("--") and o != "--help")
 
     def suggestion(self, message):
         """"; did you mean --dataset?" for a near-miss flag or choice ("" when nothing is close)."""
@@ -130,10 +150,14 @@ def _flag(name):
 def help_groups(cls):
     """{section title: field names} for --help: the script's HELP_GROUPS (data, model, ...), then
     model_flags' optimisation and gradient-intervention flags, then RunConfig's as "run", then the rest."""
-    groups = {title: list(names) for title, names in getattr(cls, "HELP_GROUPS", {}).items()}
+    own = {}  # HELP_GROUPS of every class in the hierarchy, the base's sections first
+    for klass in reversed(cls.__mro__):
+        for title, names in vars(klass).get("HELP_GROUPS", {}).items():
+            own.setdefault(title, []).extend(n for n in names if n not in own.get(title, ()))
+    groups = {title: list(names) for title, names in own.items()}
     for title, names in list(getattr(cls, "FLAG_GROUPS", {}).items()) + [("run", [f.name for f in dataclasses.fields(RunConfig)])]:
         groups.pop(title, None)  # keep its place after the script's own sections, its names first
-        groups[title] = list(names) + list(getattr(cls, "HELP_GROUPS", {}).get(title, ()))
+        groups[title] = list(names) + list(own.get(title, ()))
     placed = {n for names in groups.values() for n in names}
     groups["other"] = [f.name for f in dataclasses.fields(cls) if f.name not in placed]
     return groups
@@ -151,13 +175,19 @@ def parser_spec(cls, description):
                 sections.setdefault(title, set()).add(name)  # the first section that lists a field gets it
     return {"description": description, "sections": [
         [title, [{"name": f.name, "type": _type_name(f), "default": f.default, "help": f.metadata.get("help", ""),
-                  "choices": f.metadata.get("choices"), "auto": f.metadata.get("auto")}
+                  "choices": f.metadata.get("choices"), "auto": _auto_text(f)}
                  for f in fields.values() if f.name in names]]
         for title, names in sections.items()]}
 
 
+def _auto_text(f):
+    """What `auto` means for field f: its own text, or (auto=True) the field's default itself."""
+    auto = f.metadata.get("auto")
+    return str(f.default) if auto is True else auto
+
+
 def parser_from_spec(spec):
-    parser = _Parser(description=spec["description"], argument_default=argparse.SUPPRESS,
+    parser = CommandLineParser(description=spec["description"], argument_default=argparse.SUPPRESS,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
     for title, flags in spec["sections"]:
         group = parser.add_argument_group(title)
@@ -191,8 +221,9 @@ def build_parser(cls, description):
     return parser_from_spec(parser_spec(cls, description))
 
 
-def read_preset(path, cls):
-    """A preset file: a JSON object, or `key = value` lines (values parsed as JSON when they can be)."""
+def read_preset_values(path):
+    """A preset file's {key: value}: a JSON object, or `key = value` lines (values parsed as JSON when
+    they can be), unchecked against any config."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -217,9 +248,19 @@ def read_preset(path, cls):
                 values[key.replace("-", "_")] = json.loads(value)
             except json.JSONDecodeError:
                 values[key.replace("-", "_")] = value
+    return values
+
+
+# facts a run's config.json records next to its flags (model sizes, the recipe that made it): a run's
+# config.json is a valid preset, so these keys are skipped, not refused
+RECORDED_FACTS = ("params_", "recipe")
+
+
+def read_preset(path, cls):
+    """A preset file, checked against the fields of `cls` (names, types, choices)."""
+    values = read_preset_values(path)
     known = {f.name: f for f in dataclasses.fields(cls)}
-    # a run's config.json is a valid preset: the model sizes it records next to the flags are facts, not flags
-    values = {k: v for k, v in values.items() if not k.startswith("params_")}
+    values = {k: v for k, v in values.items() if not k.startswith(RECORDED_FACTS)}
     for key, value in values.items():
         if key not in known:
             raise UserError(f"--config {path}: unknown key {key!r}")
@@ -235,13 +276,17 @@ def read_preset(path, cls):
     return values
 
 
-def parse_config(cls, argv, description):
-    """Defaults < preset < command line; then validate. Raises UserError on bad input."""
+def parse_config(cls, argv, description, cache=None):
+    """Defaults < preset < command line; then validate. Raises UserError on bad input.
+    cache: (script path, variant) of an entry script run as a program: its flags are kept for the
+    next run's early check (loops/flagcache.py); by default, when `cls` is defined in __main__."""
     spec = parser_spec(cls, description)
     args = vars(parser_from_spec(spec).parse_args(argv))
-    if cls.__module__ == "__main__":  # an entry script run as a program: keep its flags for the next run
+    if cache is None and cls.__module__ == "__main__":
+        cache = (sys.modules["__main__"].__file__, "")
+    if cache:
         from loops import flagcache
-        flagcache.save(sys.modules["__main__"].__file__, spec)
+        flagcache.save(cache[0], spec, cache[1])
     values = {}
     if args.get("config"):
         values.update(read_preset(args["config"], cls))
@@ -254,6 +299,23 @@ def parse_config(cls, argv, description):
         print(json.dumps(cfg.to_dict(), indent=2))
         raise SystemExit(0)
     return cfg
+
+
+def choose_recipe(argv, flag, registry, default):
+    """The recipe an entry script runs: `--<flag> NAME` (or `--<flag>=NAME`) on the command line, else
+    the preset's `<flag>` key (`--config FILE`), else `default`. A name not in `registry` is one
+    `error:` line with a did-you-mean. Cheap: no MindSpore, nothing built."""
+    parser = CommandLineParser(add_help=False)
+    parser.add_argument("--" + flag, choices=sorted(registry), default=None)
+    parser.add_argument("--config", default="")
+    known, _ = parser.parse_known_args([a for a in argv if a not in ("-h", "--help")])
+    name = getattr(known, flag.replace("-", "_"))
+    if name is None and known.config:
+        values = read_preset_values(known.config)
+        name = values.get(flag.replace("-", "_"), default)
+        if name not in registry:
+            raise UserError(f"--config {known.config}: {flag} must be one of {sorted(registry)}, got {name!r}")
+    return name or default
 
 
 def default_run_dir(script, dataset, loss, seed):

@@ -43,16 +43,17 @@ def sources_key():
     return digest.hexdigest()[:16]
 
 
-def cache_path(script, key):
-    name = os.path.splitext(os.path.basename(script))[0]
+def cache_path(script, key, variant=""):
+    """variant: the recipe of a script that runs several (train_rl.py --algo sac): each has its flags."""
+    name = os.path.splitext(os.path.basename(script))[0] + (f"-{variant}" if variant else "")
     return os.path.join(ROOT, "__pycache__", f"flags-{name}-{key}.json")
 
 
-def save(script, spec):
+def save(script, spec, variant=""):
     """Keep `spec` (loops.config.parser_spec) for `script`; drop that script's older files."""
     try:
         key = sources_key()
-        path = cache_path(script, key)
+        path = cache_path(script, key, variant)
         if os.path.exists(path):
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -69,18 +70,18 @@ def save(script, spec):
         pass
 
 
-def load(script):
-    """The kept spec of `script` for the current sources, or None."""
+def load(script, variant=""):
+    """The kept spec of `script` (its recipe `variant`) for the current sources, or None."""
     try:
-        with open(cache_path(script, sources_key()), encoding="utf-8") as f:
+        with open(cache_path(script, sources_key(), variant), encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
 
 
-def check_flags_early(script, argv=None):
-    """Parse argv against the kept flags of `script`: a bad flag is one `error:` line and exit 2,
-    --help prints and exits 0, anything else returns (the script then parses for real)."""
-    spec = load(script)
+def check_flags_early(script, argv=None, variant=""):
+    """Parse argv against the kept flags of `script` (its recipe `variant`): a bad flag is one `error:`
+    line and exit 2, --help prints and exits 0, anything else returns (the script then parses for real)."""
+    spec = load(script, variant)
     if spec is not None:
         parser_from_spec(spec).parse_args(sys.argv[1:] if argv is None else argv)

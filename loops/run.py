@@ -27,8 +27,10 @@ from loops.logging import RunLogger
 
 
 class Run:
-    def __init__(self, cfg, convolutions=False):
-        self.cfg = cfg
+    def __init__(self, cfg, convolutions=False, recipe=""):
+        """recipe: the module that made this run (e.g. "rl.sac"), recorded in config.json and every
+        checkpoint: `python -m metrics RUN_DIR` asks it to evaluate the run, --resume checks it."""
+        self.cfg, self.recipe = cfg, recipe
         # first: with --distributed, the msrun scheduler process stops in here
         self.rng, self.device = runtime.setup(cfg, convolutions=convolutions)
         self.resume_from, self.start, self.logger, self.lock = None, 0, None, None
@@ -58,7 +60,7 @@ class Run:
         for i, path in enumerate(candidates):
             try:
                 meta = checkpoint.load_into(path, state,
-                                            check=lambda meta: rundir.check_resume_config(self.cfg, meta))
+                                            check=lambda meta: rundir.check_resume_config(self.cfg, meta, self.recipe))
                 break
             except checkpoint.CorruptCheckpoint as e:
                 more = "trying the one before" if i + 1 < len(candidates) else "no intact checkpoint left"
@@ -87,7 +89,7 @@ class Run:
             if free is not None and free < need:
                 raise WriteFailure(f"{cfg.run_dir}: {human(free)} free on its file system, one checkpoint needs "
                                    f"about {human(need)}; free some space or choose another --run-dir")
-            rundir.write_config(cfg, self.sizes)
+            rundir.write_config(cfg, {"recipe": self.recipe, **self.sizes} if self.recipe else self.sizes)
         self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
                                 enabled=distributed.is_main())
         steps = f"steps {self.start}->{cfg.steps} (resumed)" if self.start else f"{cfg.steps} steps"
@@ -104,6 +106,8 @@ class Run:
         if not distributed.is_main():
             return
         meta = {"rng": self.rng.bit_generator.state, "config": self.cfg.to_dict(), **self.meta_fn()}
+        if self.recipe:
+            meta["recipe"] = self.recipe
         attempts = 2 if final and self.failed_saves == 0 else 1
         for attempt in range(attempts):
             try:

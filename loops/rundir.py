@@ -49,13 +49,20 @@ def prepare(cfg, script, dataset, loss):
     return resume_from
 
 
-def check_resume_config(cfg, meta):
-    """Refuse to resume with changed model/data flags unless --force; name the keys that differ."""
+def check_resume_config(cfg, meta, recipe=""):
+    """Refuse to resume another recipe's run, or with changed model/data flags unless --force; name
+    the keys that differ. Only this config's own keys are compared: a checkpoint written before the
+    recipes had configs of their own (one config for every algorithm) holds other recipes' keys too."""
+    saved_recipe = meta.get("recipe", "")
+    if (saved_recipe and saved_recipe != recipe) or not (saved_recipe or cfg.owns_run(meta.get("config", {}))):
+        made_by = f"a run of {saved_recipe}" if saved_recipe else "a run of another script or algorithm"
+        raise UserError(f"--resume: {cfg.run_dir} is {made_by}" + (f", not of {recipe}" if recipe else "") +
+                        ": resume it with the command that started it")
     fields = type(cfg).__dataclass_fields__
     # a flag added after the checkpoint was written counts as its default there (older runs resume)
-    saved = {k: f.default for k, f in fields.items()} | meta.get("config", {})
+    saved = {k: f.default for k, f in fields.items()} | {k: v for k, v in meta.get("config", {}).items() if k in fields}
     now = cfg.model_dict()
-    differ = sorted(k for k in set(saved) | set(now) if k not in cfg.RUNTIME_KEYS and saved.get(k) != now.get(k))
+    differ = sorted(k for k in now if saved.get(k) != now.get(k))
     if differ and not cfg.force:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
         # e.g. a default that changed since the run started: these flags continue it as it was

@@ -1,16 +1,22 @@
 """Reinforcement learning on the core in loops/: gymnasium environments (envs.py), what every
-algorithm shares (agent.py), rollout storage and GAE (storage.py), a replay buffer (replay.py), PPO
-with an actor and a critic Learner (ppo.py), SAC with actor, twin-critic and temperature Learners (sac.py)."""
+algorithm shares (agent.py: the Agent base class; config.py: the flags every algorithm has), rollout
+storage and GAE (storage.py), a replay buffer (replay.py), evaluation (evaluate.py), and one module
+per algorithm.
+
+An algorithm module defines `Config` (its flags: a dataclass deriving rl.config.RLConfig through
+rl.config.algorithm_config, with its own defaults and help) and `Agent` (a subclass of rl.agent.Agent).
+A new algorithm is that module plus one line in ALGORITHMS; train_rl.py, rl/evaluate.py and
+`python -m metrics` find it here by name.
+"""
+import importlib
+
+ALGORITHMS = {  # --algo name -> module
+    "ppo": "rl.ppo",
+    "sac": "rl.sac",
+}
+DEFAULT = "ppo"
 
 
-def _ppo(cfg, run):
-    from rl.ppo import PPO
-    return PPO(cfg, run)
-
-
-def _sac(cfg, run):
-    from rl.sac import SAC
-    return SAC(cfg, run)
-
-
-AGENTS = {"ppo": _ppo, "sac": _sac}
+def algorithm(name):
+    """The module of algorithm `name` (imported on first use: MindSpore loads with it)."""
+    return importlib.import_module(ALGORITHMS[name])

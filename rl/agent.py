@@ -4,12 +4,15 @@ Parameters (environment state, current observations, episodes, environment steps
 
 An algorithm subclasses Agent and defines phases() (the driver phases of one iteration), state()
 (every Parameter a checkpoint holds) and deterministic_action(obs); before_save() and
-host_state() / load_host_state() when it keeps more host data (SAC: the replay buffer)."""
+host_state() / load_host_state() when it keeps more host data (SAC: the replay buffer). Its models
+that learn are the Learner attributes it sets (learners()); CleanRL's tags, evaluation and the end-of-run
+metrics come from here."""
 import sys
 import time
 
 import numpy as np
 
+from loops.learner import Learner
 from loops.schedules import lr_at
 from rl.envs import action_spec, env_state, finished_episodes, make_envs, set_env_state
 
@@ -17,6 +20,8 @@ KEEP_EPISODES = 100  # finished episodes kept in checkpoints (the metrics use th
 
 
 class Agent:
+    PROGRESS_TAGS = ("charts/episodic_return", "losses/actor")  # shown on the progress line
+
     def __init__(self, cfg, run):
         self.cfg, self.run, self.rng = cfg, run, run.rng
         self.envs, self.obs = make_envs(cfg.env, cfg.num_envs, cfg.seed)
@@ -39,8 +44,8 @@ class Agent:
         return lr_at(step, base, "linear" if self.cfg.anneal_lr else "constant", self.cfg.steps)
 
     def learners(self):
-        """The models that learn (their sizes go into config.json and the start line)."""
-        return tuple(getattr(self, name, None) for name in ("actor", "critic", "alpha"))
+        """The models that learn, in the order declared (their sizes go into config.json and the start line)."""
+        return tuple(v for v in vars(self).values() if isinstance(v, Learner))
 
     def before_save(self):
         """Copy host data into Parameters before a checkpoint is written (default: nothing)."""
@@ -75,6 +80,15 @@ class Agent:
             values["charts/episodic_length"] = float(np.mean([l for _, l in recent]))
         self.tick, self.tick_env_steps = now, self.env_steps
         self.run.logger.scalars(step, values)
+
+    def results(self, episodes):
+        """metrics.json at the end of a run: the deterministic policy's returns over `episodes`
+        episodes, environment steps, updates, and the mean return of the last training episodes."""
+        returns = np.asarray(self.evaluate(episodes), np.float64)
+        return {"eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std()),
+                "eval_episodes": len(returns), "env_steps": self.env_steps, "updates": self.cfg.steps,
+                "train_return_last20": self.train_return(20), "train_return_last10": self.train_return(10),
+                "device": self.run.device}
 
     def train_return(self, last):
         """Mean return of the last `last` finished training episodes (None before the first)."""

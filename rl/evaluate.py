@@ -16,20 +16,43 @@ from rl.episode import can_render, plot_episode, record_episode, save_gif, save_
 
 
 def load_agent(run_dir, checkpoint_path=""):
-    """(agent, checkpoint meta, checkpoint path) of a train_rl.py run."""
-    import train_rl
+    """(agent, checkpoint meta, checkpoint path) of a train_rl.py run: its algorithm's module rebuilds
+    the agent from the config stored in the checkpoint."""
     from loops.run import Run
-    from rl import AGENTS
+    from rl import ALGORITHMS, algorithm
     path = checkpoint_path or checkpoint.latest(run_dir)
     if not path:
         raise UserError(f"no checkpoint in {os.path.join(run_dir, 'checkpoints')}")
     _, meta = checkpoint.read(path)
-    fields = train_rl.RLConfig.__dataclass_fields__
-    cfg = train_rl.RLConfig(**{k: v for k, v in meta["config"].items() if k in fields})
+    name = meta.get("config", {}).get("algo")
+    if name not in ALGORITHMS:
+        raise UserError(f"{path} is not a checkpoint of a train_rl.py run (algorithm {name!r})")
+    recipe = algorithm(name)
+    fields = recipe.Config.__dataclass_fields__
+    cfg = recipe.Config(**{k: v for k, v in meta["config"].items() if k in fields})
     cfg.run_dir, cfg.resume, cfg.no_progress = run_dir, False, True
-    agent = AGENTS[cfg.algo](cfg, Run(cfg))
+    agent = recipe.AGENT(cfg, Run(cfg))
     checkpoint.load_into(path, agent.state())
     return agent, meta, path
+
+
+class Evaluation:
+    """`python -m metrics RUN_DIR` for every train_rl.py run (each algorithm module names it)."""
+    description = ("RL runs: mean and std return of the deterministic policy over N episodes, a plot of one "
+                   "episode (episode.png) and, with --gif (needs pygame), that episode as an animated GIF")
+
+    def add_flags(self, parser):
+        parser.add_argument("--checkpoint", default="", help="checkpoint to evaluate (default: the run's latest)")
+        parser.add_argument("--episodes", type=int, default=0, help="episodes (default: the run's --eval-episodes)")
+        parser.add_argument("--gif", action="store_true", help="also save the episode as an animated GIF (pygame)")
+
+    def __call__(self, run_dir, args):
+        if args.episodes < 0:
+            raise UserError(f"--episodes must be >= 0 (0: the run's --eval-episodes), got {args.episodes}")
+        return evaluate_run(run_dir, args.checkpoint, args.episodes, args.gif)
+
+
+EVALUATION = Evaluation()
 
 
 def evaluate_run(run_dir, checkpoint_path="", episodes=0, gif=False):

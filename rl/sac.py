@@ -14,24 +14,60 @@ random actions) + one critic step (with its target update, in the same compiled 
 temperature step, in one compiled call). Exploration and the policy's reparameterisation noise are
 drawn on the host, so the host RNG alone decides a run. Unlike CleanRL, the learning rates anneal
 linearly to 0 by default (train_rl.py --anneal-lr; --no-anneal-lr: constant).
+Defaults: CleanRL's / the SB3 zoo's Pendulum settings.
 """
 import math
+from dataclasses import dataclass
 
 import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
-from loops.config import UserError
+from loops.config import UserError, opt
 from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
 from rl.agent import Agent
+from rl.config import algorithm_config
+from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.replay import ReplayBuffer
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 LOG_2 = math.log(2.0)
+
+MODELS = {"actor": "the actor", "critic": "both Q networks", "alpha": "the temperature"}
+
+
+@dataclass
+class Config(algorithm_config("sac", MODELS, env="Pendulum-v1", num_envs=1, total_steps=20_000, hidden=256,
+                              gamma=0.99, log_every=250)):
+    HELP_GROUPS = {"SAC": ("buffer_size", "batch_size", "learning_starts", "tau", "policy_frequency", "alpha")}
+    buffer_size: int = opt(100_000, "replay buffer capacity (transitions; saved in every checkpoint)")
+    batch_size: int = opt(256, "transitions per update")
+    learning_starts: int = opt(1000, "uniform random environment steps before the first update")
+    tau: float = opt(0.005, "Polyak rate of the target critics")
+    policy_frequency: int = opt(2, "actor and temperature steps, that many every that many iterations")
+    alpha: float = opt(0.0, "fixed temperature; 0: learned (target entropy -dim(actions))")
+
+    def iterations(self):  # one iteration: one vector step of the environments, after the random warm-up
+        return (self.total_steps - self.learning_starts) // self.num_envs
+
+    def validate(self):
+        self.check_positive("buffer_size", "batch_size", "policy_frequency")
+        self.check_non_negative("learning_starts", "alpha")
+        self.check(0 < self.tau <= 1, f"--tau must be in (0, 1], got {self.tau}")
+        self.check(self.learning_starts <= self.buffer_size,
+                   f"--learning-starts ({self.learning_starts}) must not exceed --buffer-size ({self.buffer_size})")
+        self.check(self.steps > 0 or self.total_steps > self.learning_starts,
+                   f"--total-steps ({self.total_steps}) must exceed --learning-starts ({self.learning_starts})")
+        if self.alpha > 0:  # a fixed temperature: there is no alpha model to configure
+            fields = type(self).__dataclass_fields__
+            for key in (k for k in fields if k.endswith("_alpha")):
+                self.check(getattr(self, key) == fields[key].default,
+                           f"--{key.replace('_', '-')} needs a learned temperature (--alpha 0), not --alpha {self.alpha}")
+        super().validate()
 
 
 def relu_mlp(inputs, outputs, hidden):
@@ -245,6 +281,9 @@ class SAC(Agent):
 
     def before_save(self):
         self.buffer.sync_to_parameters()
+
+
+AGENT = SAC
 
 
 def input_count(step):

@@ -1,5 +1,5 @@
 """The multi-model core (loops/): named step inputs, declared models and their flags, the run-dir
-lock, the README's three-model example, and the layout rules that keep loops/ model-agnostic."""
+lock, the three-model example of docs/core.md, and the layout rules that keep loops/ model-agnostic."""
 import ast
 import glob
 import json
@@ -123,15 +123,15 @@ def test_second_process_on_a_training_run_dir_refuses_with_one_line(tmp_path):
     assert (run / "checkpoints" / f"step_{step + 2:08d}.ckpt").exists()
 
 
-def readme_example():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+def readme_example():  # the guide moved from README.md to docs/core.md ("Write your own multi-model trainer")
+    text = open(os.path.join(ROOT, "docs", "core.md"), encoding="utf-8").read()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     return [b for b in blocks if "three models that learn" in b.lower()]
 
 
 def test_readme_guide_is_the_example_file_and_it_trains_three_models(tmp_path):
     source = open(os.path.join(ROOT, "examples", "distill.py"), encoding="utf-8").read()
-    assert readme_example() == [source]  # the README shows exactly the file the test runs
+    assert readme_example() == [source]  # docs/core.md shows exactly the file the test runs
     assert "from loops" in source and not re.search(r"^from (gan|models|data|metrics)[. ]|^import (gan|models|data|metrics)\b",
                                                     source, flags=re.M)
     run = tmp_path / "distill"
@@ -179,7 +179,9 @@ def test_redirected_output_shows_start_compile_progress_and_ends_with_the_summar
     import train_regression  # and a run's config.json is a preset that gives the same config back
     again = parse_config(train_regression.RegressionConfig, ["--config", str(run / "config.json")], "")
     assert {k: v for k, v in again.to_dict().items() if k != "config"} == \
-        {k: v for k, v in json.loads((run / "config.json").read_text()).items() if k not in ("config", "params_model")}
+        {k: v for k, v in json.loads((run / "config.json").read_text()).items()
+         if k not in ("config", "params_model", "recipe")}
+    assert json.loads((run / "config.json").read_text())["recipe"] == "regression"  # what made the run
     assert lines[1].startswith("compiling") and lines[2].startswith("compiled; the first step took")
     progress = [l for l in lines if l.startswith("step ")]
     assert progress[0].startswith("step 50/200 (25%)") and progress[-1].startswith("step 200/200 (100%)")
@@ -203,7 +205,6 @@ def test_near_miss_flags_and_choices_get_a_suggestion(argv, hint, capsys):
 
 def test_auto_is_one_word_for_every_value_the_script_decides(tmp_path, capsys):
     import train_gan
-    import train_rl
     parse = train_gan.parse_config
     left_out = parse(train_gan.GANConfig, [], "")
     given = parse(train_gan.GANConfig, ["--width", "auto", "--r1", "auto", "--arch", "auto", "--loss-scale", "auto"], "")
@@ -212,7 +213,10 @@ def test_auto_is_one_word_for_every_value_the_script_decides(tmp_path, capsys):
     from_preset = parse(train_gan.GANConfig, ["--config", str(preset)], "")
     from_preset.config = ""
     assert given == from_preset == left_out and left_out.width == 32 and left_out.r1 == 1.0
-    assert parse(train_rl.RLConfig, ["--env", "auto", "--gamma", "auto"], "") == parse(train_rl.RLConfig, [], "")
+    from rl import algorithm
+    for algo in ("ppo", "sac"):  # each algorithm's own defaults
+        config = algorithm(algo).Config
+        assert parse(config, ["--env", "auto", "--gamma", "auto"], "") == parse(config, [], "")
     help_text = build_parser(train_gan.GANConfig, "").format_help()
     assert "-1:" not in help_text and "0: auto" not in help_text and "(default: auto = toy 2, images" in help_text
     with pytest.raises(SystemExit) as e:
@@ -247,9 +251,11 @@ def test_mindspore_compile_debris_leaves_the_working_directory(tmp_path, monkeyp
 def test_help_is_grouped_into_sections():
     for script, sections in (("train_gan.py", ["data", "model", "loss and penalties", "evaluation and pictures",
                                                "optimisation", "gradient interventions", "run"]),
-                             ("train_rl.py", ["algorithm and environment", "PPO", "SAC", "optimisation",
-                                              "gradient interventions", "run"])):
-        out = run_script(script, "--help").stdout
+                             ("train_rl.py", ["algorithm and environment", "PPO", "optimisation",
+                                              "gradient interventions", "run"]),
+                             ("train_rl.py --algo sac", ["algorithm and environment", "SAC", "optimisation",
+                                                         "gradient interventions", "run"])):
+        out = run_script(*script.split(), "--help").stdout
         titles = [l.split(" (")[0].rstrip(":") for l in out.splitlines() if l and not l.startswith(" ") and l.endswith(":")]
         assert titles == ["options"] + sections, titles
         assert "other:" not in out  # every flag has its section
@@ -261,7 +267,10 @@ def test_help_is_grouped_into_sections():
                 section_of[line.split()[0]] = current
         expected = {"--dataset": "data", "--r1": "loss and penalties", "--lr-g": "optimisation",
                     "--clip-norm-d": "gradient interventions", "--resume": "run"} if script == "train_gan.py" else \
-            {"--env": "algorithm and environment", "--clip-coef": "PPO", "--tau": "SAC", "--lr-alpha": "optimisation"}
+            {"--env": "algorithm and environment", "--clip-coef": "PPO", "--lr-critic": "optimisation"} \
+            if script == "train_rl.py" else {"--tau": "SAC", "--lr-alpha": "optimisation"}
+        if script.startswith("train_rl.py"):  # another algorithm's flags are not there at all
+            assert ("--tau" in section_of) == ("sac" in script) and ("--clip-coef" in section_of) != ("sac" in script)
         assert {k: section_of[k] for k in expected} == expected
 
 

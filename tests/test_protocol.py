@@ -71,17 +71,23 @@ def test_metrics_cli_refuses_protocol_misuse(tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()
     (other / "config.json").write_text(json.dumps({"w": 2.0}))
-    cases = [([rl, "--protocol", "paper"], "error: --protocol: for train_gan.py runs"),
-             ([other, "--protocol", "paper"], "is neither a train_gan.py nor a train_rl.py run"),
-             ([tmp_path, "--protocol", "best"], "error: argument --protocol: invalid choice: 'best'"),
-             ([tmp_path, "--protocol", "paper", "--num", -3], "error: --num must be >= 0")]
+    gan = tmp_path / "gan"  # a run from before config.json named its recipe: told by its keys
+    gan.mkdir()
+    (gan / "config.json").write_text(json.dumps({"z_dim": 2, "dataset": "ring8"}))
+    cases = [([rl, "--protocol", "paper"], "error: unrecognized arguments: --protocol paper "
+                                             f"({rl} is a run of rl.ppo, whose evaluation takes --checkpoint, "
+                                             "--episodes, --gif)"),
+             ([other, "--protocol", "paper"], "its script defines no evaluation: nothing to evaluate"),
+             ([gan, "--protocol", "best"], "error: argument --protocol: invalid choice: 'best'"),
+             ([gan, "--protocol", "paper", "--num", -3], "error: --num must be >= 0"),
+             ([tmp_path / "missing"], "does not exist"), ([tmp_path], "config.json is missing or unreadable")]
     for argv, message in cases:
         code, lines = cli_error(main, argv, capsys)
         assert code == 2 and len(lines) == 1 and message in lines[0], (argv, lines)
 
 
 def test_sample_in_chunks_pads_the_last_chunk_and_keeps_order():
-    from metrics.__main__ import sample_in_chunks
+    from gan.evaluate import sample_in_chunks
 
     class Fake:
         shapes = []

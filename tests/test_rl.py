@@ -41,12 +41,15 @@ def test_gae_matches_the_sum_of_discounted_td_errors():
 
 
 def tiny_agent(tmp_path, *args):
-    import train_rl
+    """The agent train_rl.py builds for these flags: its algorithm's Config and AGENT from rl/'s registry."""
+    from loops.config import choose_recipe, parse_config
     from loops.run import Run
-    from rl import AGENTS
-    cfg = train_rl.parse_config(train_rl.RLConfig, [*map(str, args), "--run-dir", str(tmp_path / "run")], "")
-    run = Run(cfg)
-    return AGENTS[cfg.algo](cfg, run), run
+    from rl import ALGORITHMS, algorithm
+    argv = [*map(str, args), "--run-dir", str(tmp_path / "run")]
+    recipe = algorithm(choose_recipe(argv, "algo", ALGORITHMS, "ppo"))
+    cfg = parse_config(recipe.Config, argv, "")
+    run = Run(cfg, recipe=recipe.__name__)
+    return recipe.AGENT(cfg, run), run
 
 
 def tiny_ppo(tmp_path, env="CartPole-v1"):
@@ -133,8 +136,13 @@ def test_continuous_actions_train(tmp_path):
     (["--env", "NoSuchEnv-v0"], "--env NoSuchEnv-v0: Environment `NoSuchEnv` doesn't exist"),
     (["--env", "FrozenLake-v1"], "observations must be a flat Box"),
     (["--algo", "sac", "--env", "CartPole-v1"], "--algo sac needs continuous (Box) actions"),
-    (["--algo", "sac", "--update-epochs", "3"], "--update-epochs is not a SAC flag"),
-    (["--lr-alpha", "0.1"], "--lr-alpha is not a PPO flag"),
+    # another algorithm's flags are unknown flags: this algorithm's config does not have them
+    (["--algo", "sac", "--update-epochs", "3"], "unrecognized arguments: --update-epochs 3"),
+    (["--lr-alpha", "0.1"], "unrecognized arguments: --lr-alpha 0.1"),
+    (["--algo", "sac", "--num-steps", "3"], "unrecognized arguments: --num-steps 3; did you mean --steps?"),
+    (["--algo", "sacc"], "invalid choice: 'sacc' (choose from 'ppo', 'sac'); did you mean 'sac'?"),
+    (["--num-envs", "0"], "--num-envs must be > 0, got 0"),  # 0 is not "auto"
+    (["--env", ""], "--env : "),
     (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),
     (["--algo", "sac", "--learning-starts", "300", "--buffer-size", "200"], "must not exceed --buffer-size"),
     (["--algo", "sac", "--alpha", "0.2", "--lr-alpha", "0.1"], "--lr-alpha needs a learned temperature"),
@@ -344,8 +352,10 @@ def test_metrics_refuses_runs_and_flags_it_cannot_evaluate(tmp_path):
     run_script("train_regression.py", "--run-dir", run, "--steps", 5)
     proc = run_script("-m", "metrics", run, check=False)
     assert proc.returncode == 2 and error_lines(proc) == [
-        f"error: {run} is neither a train_gan.py nor a train_rl.py run: nothing to evaluate"]
+        f"error: {run}: recipe 'regression' defines no evaluation: nothing to evaluate"]
     (tmp_path / "rl").mkdir()
     (tmp_path / "rl" / "config.json").write_text(json.dumps({"algo": "sac"}))
     proc = run_script("-m", "metrics", tmp_path / "rl", "--num", 10, check=False)
-    assert proc.returncode == 2 and "--num: for train_gan.py runs" in error_lines(proc)[0]
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: unrecognized arguments: --num 10 ({tmp_path / 'rl'} is a run of rl.sac, whose evaluation takes "
+        "--checkpoint, --episodes, --gif)"]

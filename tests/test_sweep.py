@@ -1,4 +1,4 @@
-"""python -m metrics.sweep: many seeds of one command, the summary's arithmetic, continuing, bad input."""
+"""python -m tools.sweep (alias python -m metrics.sweep): many seeds of one command, the summary's arithmetic, continuing, bad input."""
 import json
 import os
 import subprocess
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from loops.config import UserError
-from metrics.sweep import markdown, parse_goal, parse_seeds, seed_text, summarize
+from tools.sweep import markdown, parse_goal, parse_seeds, seed_text, summarize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def sweep(*args):
-    return subprocess.run([sys.executable, "-m", "metrics.sweep", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "tools.sweep", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_seed_specs_and_goals():
@@ -148,7 +148,7 @@ def test_a_stopped_sweep_stops_its_run_once_and_a_rerun_resumes_it(tmp_path):
 def test_a_seed_resumes_only_from_a_complete_checkpoint(tmp_path):
     """A save killed half-way leaves only a temp file: the rerun starts that seed afresh (the
     training script would refuse --resume with no checkpoint); a complete one is resumed."""
-    from metrics.sweep import run_seed
+    from tools.sweep import run_seed
     fake = tmp_path / "fake_train.py"
     fake.write_text(FAKE_TRAINER)
     ckpts = tmp_path / "s1" / "checkpoints"

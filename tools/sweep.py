@@ -1,8 +1,8 @@
 """Run one training command over many seeds and report every metric as mean +- std (min, max).
 
-    python -m metrics.sweep --seeds 10 -- --dataset grid25            # train_gan.py, seeds 0..9
-    python -m metrics.sweep --seeds 0-4 --goal "fid<=10" -- train_gan.py --loss hinge
-    python -m metrics.sweep --seeds 3 -- train_rl.py --algo sac
+    python -m tools.sweep --seeds 10 -- --dataset grid25            # train_gan.py, seeds 0..9
+    python -m tools.sweep --seeds 0-4 --goal "fid<=10" -- train_gan.py --loss hinge
+    python -m tools.sweep --seeds 3 -- train_rl.py --algo sac
 
 Everything after `--` is the training command: an optional script (default train_gan.py) and its
 flags, without --seed and --run-dir (the sweep sets them). The runs are sequential (one at a time,
@@ -209,12 +209,12 @@ def last_line_of(text):
 
 
 def main(argv):
-    from loops.config import UserError, _Parser
+    from loops.config import CommandLineParser, UserError
     if "--" in argv:
         own, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     else:
         own, command = argv, []
-    parser = _Parser(prog="python -m metrics.sweep", description=__doc__,
+    parser = CommandLineParser(prog="python -m tools.sweep", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="10", help="a count (10: seeds 0..9), a range (0-9) or a list (0,3,7-9)")
     parser.add_argument("--out", default="", help="sweep directory (default: runs/sweep__<script>__<time>); "
@@ -225,7 +225,7 @@ def main(argv):
     seeds = parse_seeds(args.seeds)
     goals = [parse_goal(g) for g in args.goal]
     script, flags = split_command(command)
-    shown = shlex.join(["python", "-m", "metrics.sweep", "--seeds", args.seeds,
+    shown = shlex.join(["python", "-m", "tools.sweep", "--seeds", args.seeds,
                         *[w for g in args.goal for w in ("--goal", g)], "--", script, *flags])
     out = args.out or os.path.join(
         "runs", f"sweep__{os.path.splitext(os.path.basename(script))[0]}__"

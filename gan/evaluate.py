@@ -1,0 +1,88 @@
+"""`python -m metrics RUN_DIR` for a train_gan.py run: its generator's samples scored by metrics/.
+
+Toy runs: modes, hq, reverse KL. Image runs: FID, KID, precision / recall / density / coverage,
+class score and class coverage on the dataset's own classifier (see metrics/classifier.py); with
+--fid-weights (mindcv's inception_v3 .ckpt) also fid_inception, the FID on InceptionV3 pool3
+features, and is_inception / is_inception_std, the Inception Score over 10 splits (see
+metrics/inception.py). fid_reference (fid_inception_reference): the FID of two disjoint real subsets
+of the evaluation's size, i.e. what perfect samples would score. metrics.json's `protocol` says how
+every number was made (feature networks, sample counts, real split, seed; metrics/evaluate.py).
+--protocol quick (default): the run's --eval-samples generated vs as many training images; --protocol
+paper: 50000 generated vs the full training set (all images the dataset has), as Mimicry and
+StudioGAN; --num N overrides the generated count of either.
+"""
+import json
+import os
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+
+from loops import rundir
+from loops.config import UserError
+from metrics.protocol import PAPER_SAMPLES, PROTOCOLS
+
+
+def sample_in_chunks(gen, z, labels, chunk=2500):
+    """G(z) for many z (--protocol paper: 50000) in fixed-size calls, the last one padded: one compile,
+    and memory bounded by one chunk's activations. Up to `chunk` samples: one call, as before."""
+    if len(z) <= chunk:
+        return gen.sample(z, labels)
+    out = []
+    for i in range(0, len(z), chunk):
+        part, pad = z[i:i + chunk], chunk - len(z[i:i + chunk])
+        zs = np.concatenate([part, np.zeros((pad, z.shape[1]), z.dtype)])
+        ys = None if labels is None else np.concatenate([labels[i:i + chunk], np.zeros(pad, labels.dtype)])
+        out.append(gen.sample(zs, ys)[:len(part)])
+    return np.concatenate(out)
+
+
+class Evaluation:
+    """The evaluation command of a noise -> image (or toy) GAN run."""
+    description = __doc__
+
+    def add_flags(self, parser):
+        parser.add_argument("--checkpoint", default="", help="checkpoint to evaluate (default: the run's latest)")
+        parser.add_argument("--num", type=int, default=0, help="samples (default: the run's --eval-samples)")
+        parser.add_argument("--no-ema", action="store_true", help="evaluate the raw generator, not its EMA")
+        parser.add_argument("--fid-weights", default="", help="mindcv inception_v3 .ckpt: adds fid_inception and "
+                                                               "is_inception")
+        parser.add_argument("--protocol", default=None, choices=sorted(PROTOCOLS),
+                            help="quick (default): --eval-samples generated vs as many real images; paper: "
+                                 f"{PAPER_SAMPLES} generated vs the full training set")
+
+    def __call__(self, run_dir, args):
+        if args.num < 0:
+            raise UserError(f"--num must be >= 0 (0: the run's --eval-samples), got {args.num}")
+        import mindspore as ms
+        from data import SOURCES
+        from gan.models import TrainedGenerator
+        from metrics.evaluate import make_evaluator
+        ms.set_context(mode=ms.GRAPH_MODE)
+        gen = TrainedGenerator(run_dir, args.checkpoint, ema=not args.no_ema)
+        cfg, meta = gen.config, gen.meta
+        inception = None
+        if args.fid_weights:  # checked and loaded before any sampling, so a bad file fails fast
+            if len(meta["data_shape"]) != 3:
+                raise UserError("--fid-weights needs an image run; this run's data are 2-D points")
+            from metrics.inception import load_inception
+            inception = load_inception(args.fid_weights)
+        protocol = args.protocol or "quick"
+        n = args.num or (PAPER_SAMPLES if protocol == "paper" else cfg["eval_samples"])
+        z = np.random.default_rng([cfg["seed"], 8]).standard_normal((n, cfg["z_dim"]), dtype=np.float32)
+        labels = np.arange(n, dtype=np.int32) % gen.num_classes if gen.num_classes else None  # as train_gan evaluates
+        samples = sample_in_chunks(gen, z, labels)
+        source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
+        evaluator = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr),
+                                   inception=inception, protocol=protocol)
+        metrics = evaluator(samples, labels)
+        metrics["protocol"] = evaluator.protocol
+        out_path = os.path.join(run_dir, "metrics.json")
+        existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
+        existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(gen.path), ema=not args.no_ema)
+        rundir.write_metrics(run_dir, existing)
+        shown = {k: v for k, v in metrics.items() if not isinstance(v, list)}
+        return {"checkpoint": gen.path, "step": meta["step"], "samples": n, "ema": not args.no_ema, **shown}
+
+
+EVALUATION = Evaluation()

@@ -1,0 +1,64 @@
+"""The flags every RL algorithm has, and how an algorithm adds its own.
+
+    MODELS = {"actor": "the actor", "critic": "the critic"}      # the models that learn
+    @dataclass
+    class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8)):  # its own defaults
+        HELP_GROUPS = {"PPO": ("num_steps", ...)}
+        num_steps: int = opt(32, "steps per environment in each rollout")
+        def iterations(self):                                      # --total-steps -> driver iterations
+            return self.total_steps // (self.num_envs * self.num_steps)
+
+Per-model flags (--lr-actor, --clip-norm-critic, ...) come from MODELS alone (loops/learner.py), so a
+flag of another algorithm is an unknown flag here: this config does not have it.
+"""
+from dataclasses import dataclass
+
+from loops.config import RunConfig, opt
+from loops.learner import model_flags
+from rl import ALGORITHMS
+
+SHARED = ("algo", "env", "num_envs", "total_steps", "steps", "hidden", "gamma", "anneal_lr", "eval_episodes",
+          "log_every")
+
+
+@dataclass
+class RLConfig(RunConfig):
+    """Flags of every algorithm; each algorithm's Config sets its own defaults."""
+    RUNTIME_KEYS = RunConfig.RUNTIME_KEYS + ("total_steps", "eval_episodes")
+    HELP_GROUPS = {"algorithm and environment": SHARED}
+    algo: str = opt("ppo", "algorithm (each has its own flags: train_rl.py --algo NAME --help)", sorted(ALGORITHMS))
+    env: str = opt("CartPole-v1", "gymnasium environment id (a Box observation space)", auto=True)
+    num_envs: int = opt(1, "environments stepped side by side", auto=True)
+    total_steps: int = opt(100_000, "environment steps to train for (sets --steps when that is auto)", auto=True)
+    steps: int = opt(0, "driver iterations (see above)", auto="from --total-steps")
+    hidden: int = opt(64, "hidden units of every network's two layers", auto=True)
+    gamma: float = opt(0.99, "discount", auto=True)
+    anneal_lr: bool = opt(True, "anneal the learning rates linearly to 0 over the run")
+    eval_episodes: int = opt(10, "episodes of the deterministic policy evaluated at the end")
+    log_every: int = opt(10, "log every N iterations", auto=True)
+
+    def owns_run(self, config):  # before recipes had configs of their own, one config named its algorithm
+        return config.get("algo") == self.algo
+
+    def iterations(self):
+        """Driver iterations that --total-steps environment steps take (the algorithm's own rule)."""
+        raise NotImplementedError
+
+    def validate(self):
+        self.check_positive("num_envs", "total_steps", "hidden", "eval_episodes", "gamma", "log_every")
+        self.check(0 < self.gamma <= 1, f"--gamma must be in (0, 1], got {self.gamma}")
+        if self.steps == 0:
+            self.steps = max(1, self.iterations())
+        super().validate()
+
+
+def algorithm_config(name, models, lr=1e-3, **defaults):
+    """The base of algorithm `name`'s Config: RLConfig with --algo defaulting to `name`, this
+    algorithm's `defaults` for the shared flags (env="Pendulum-v1", hidden=256, ...), and the
+    per-model optimisation and gradient-intervention flags of `models` ({name: who})."""
+    base = model_flags(RLConfig, models, lr=opt(lr, "learning rate of every model"))
+    shared = RLConfig.__dataclass_fields__
+    fields = {key: opt(value, shared[key].metadata["help"], shared[key].metadata["choices"],
+                       shared[key].metadata["auto"]) for key, value in dict(defaults, algo=name).items()}
+    namespace = {"__annotations__": {k: shared[k].type for k in fields}, "__module__": __name__, **fields}
+    return dataclass(type(f"{name.upper()}Base", (base,), namespace))

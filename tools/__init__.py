@@ -1,0 +1,1 @@
+"""Tools that drive many runs: seed sweeps (`python -m tools.sweep`)."""
