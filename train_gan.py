@@ -48,11 +48,11 @@ AUTO = {
 # MNIST-format 28x28 (measured on the 8x8 digits written as IDX, data/export_idx.py): both rates doubled
 # and 3000 steps: FID 50.8 +- 6.3 over 10 seeds, <= 10x the real-half reference on 10 of 10 (seed 0 at 2000
 # steps with the image rates: 85.0, 12x). A run takes 467 s alone (751-805 s two at a time), less than the
-# ~550 s the 2000-step run took on 2026-12-03. README "Choosing the defaults".
+# ~550 s the 2000-step run took on 2026-12-03. docs/results.md "Choosing the defaults".
 AUTO_PER_DATASET = {"grid25": dict(r1=0.1), "mnist": dict(steps=3000, lr_g=4e-4, lr_d=8e-4)}
 # Class-conditional image runs keep learning the labels after 2000 steps (digits, seed 0: class accuracy
 # 0.89 at 2000, 0.93 at 3000, 0.96 at 4000). Seeds 0-9: at 3000 steps the worst class is below 0.8 on one
-# seed; at 4000 accuracy >= 0.9 and every class >= 0.8 on 10 of 10 (README "Choosing the defaults").
+# seed; at 4000 accuracy >= 0.9 and every class >= 0.8 on 10 of 10 (docs/results.md "Choosing the defaults").
 AUTO_CONDITIONAL = {"image": dict(steps=4000)}
 
 

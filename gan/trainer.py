@@ -6,8 +6,6 @@ inputs from the run's ONE numpy Generator, in a fixed order, and packs them by n
 layout (gan/steps.py), so resume and the multi-step engine stay bit-identical. Hooks (samples,
 metrics, checkpoints) run between calls, on the host.
 """
-import os
-import sys
 
 import numpy as np
 from mindspore import Tensor
@@ -16,10 +14,10 @@ from tqdm import tqdm
 from gan import augment
 from gan.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR asks this recipe)
 from gan.models import make_nets, make_sampler
-from gan.pictures import image_grid, save_png, scatter_plot
+from gan.hooks import EvalHook, SampleHook
+from gan.pictures import image_grid, scatter_plot
 from gan.steps import make_gan_steps, make_lazy_r1_step
 from loops import distributed
-from loops.config import WriteFailure
 from loops.driver import Hook, Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare, settings
@@ -61,8 +59,9 @@ class GANTrainer:
         self.sample = make_sampler(self.g_ema)
         self.state = all_state(self.g, self.d, self.g_ema)
         self.batch = distributed.global_batch(cfg.batch_size)  # every rank draws the global batch
-        self.evaluator, self.results = None, {}
         self.fixed_inputs()
+        self.sample_hook = SampleHook(run, self.picture, before=self.refresh_ema)
+        self.eval_hook = EvalHook(run, self.eval_samples, self.evaluator, before=self.refresh_ema)
 
     def build_steps(self):
         """D's and G's steps (and lazy R1's) by gan/steps.py, the one path tests and benchmarks use too."""
@@ -158,36 +157,18 @@ class GANTrainer:
         if self.cfg.ema == 0:
             self.ema.copy()
 
-    def sample_hook(self, step):
-        self.refresh_ema()
-        if not distributed.is_main():  # every rank refreshes G_ema (identical state); rank 0 samples
-            return
+    def picture(self, step):
+        """The sample picture: an image grid of G_ema at the fixed latents, or a scatter plot over the modes."""
         if self.source.kind == "toy":
-            picture = scatter_plot(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.source.centers, step=step)
-        else:
-            picture = image_grid(self.sample(self.fixed_z, *self.fixed_y).asnumpy())
-        self.run.logger.image("samples", step, picture)
-        try:
-            save_png(os.path.join(self.cfg.run_dir, "samples", f"step_{step:08d}.png"), picture)
-        except WriteFailure as e:  # a picture is not worth a run that can still save its state
-            print(f"warning: {e}; training goes on", file=sys.stderr, flush=True)
+            return scatter_plot(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.source.centers, step=step)
+        return image_grid(self.sample(self.fixed_z, *self.fixed_y).asnumpy())
 
-    def eval_hook(self, step):
-        self.refresh_ema()
-        if not distributed.is_main():
-            return
-        if self.evaluator is None:  # built at the first evaluation (image metrics may train a classifier)
-            self.evaluator = make_evaluator(self.source, self.cfg.eval_samples, self.cfg.seed, log=tqdm.write)
-        metrics = self.evaluator(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.eval_labels)
-        logger = self.run.logger
-        logger.scalars(step, {f"metrics/{k}": v for k, v in metrics.items() if not isinstance(v, list)})
-        self.results.update(metrics, step=step)
-        self.results["protocol"] = self.evaluator.protocol  # how every score was measured
-        self.results.update({k.replace("/", "_"): v for k, v in logger.latest.items() if not k.startswith("metrics/")})
-        try:
-            self.run.write_metrics(self.results)
-        except WriteFailure as e:  # rewritten at the next evaluation and at the end (where it must succeed)
-            print(f"warning: {e}; training goes on", file=sys.stderr, flush=True)
+    def eval_samples(self):
+        """(G_ema's samples at the evaluation latents, the classes they were asked for or None)."""
+        return self.sample(self.eval_z, *self.eval_y).asnumpy(), self.eval_labels
+
+    def evaluator(self):
+        return make_evaluator(self.source, self.cfg.eval_samples, self.cfg.seed, log=tqdm.write)
 
     def skip_hook(self, step):  # updates vetoed by --skip-nonfinite / loss-scale overflows (one sync per log)
         self.run.logger.scalars(step, {"skipped/d": self.d.skipped(), "skipped/g": self.g.skipped()})
@@ -211,7 +192,8 @@ class GANTrainer:
     def final_results(self):
         """The end-of-run metrics.json: the last evaluation (run now if the end was not evaluated),
         the last logged values, vetoed update counts, the device."""
-        self.results.update(skipped_d=self.d.skipped(), skipped_g=self.g.skipped(), device=self.run.device)
-        if self.results.get("step") != self.cfg.steps:
+        results = self.eval_hook.results
+        results.update(skipped_d=self.d.skipped(), skipped_g=self.g.skipped(), device=self.run.device)
+        if results.get("step") != self.cfg.steps:
             self.eval_hook(self.cfg.steps)
-        return self.results
+        return results

@@ -1,4 +1,4 @@
-"""Training-loop primitives: steps, gradient transforms, the driver, checkpoints (see README).
+"""Training-loop primitives: steps, gradient transforms, the driver, checkpoints (see docs/core.md).
 
 On CPUs with AVX-512, MindSpore 2.10's CPU backend runs oneDNN's AVX-512 forward convolutions
 tens of times slower than its AVX2 ones (a 64->128 4x4 stride-2 conv on a 64x64x16x16 batch:

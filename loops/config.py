@@ -45,7 +45,7 @@ def opt(default, help, choices=None, auto=None):
 
 @dataclass
 class RunConfig:
-    """Flags every training script has (README: Flags every training script has)."""
+    """Flags every training script has (docs/flags.md)."""
     run_dir: str = opt("", "run directory (default: runs/<script>__<dataset>__<loss>__s<seed>__<time>)")
     steps: int = opt(500, "optimizer steps (iterations) to train for, in total")
     seed: int = opt(0, "seed of the host RNG that draws data, noise and initial weights")

@@ -44,7 +44,7 @@ def sources_key():
 
 
 def cache_path(script, key, variant=""):
-    """variant: the recipe of a script that runs several (train_rl.py --algo sac): each has its flags."""
+    """variant: the recipe, for a script that runs several (picked by a flag): each keeps its own flags."""
     name = os.path.splitext(os.path.basename(script))[0] + (f"-{variant}" if variant else "")
     return os.path.join(ROOT, "__pycache__", f"flags-{name}-{key}.json")
 

@@ -28,7 +28,7 @@ from loops.logging import RunLogger
 
 class Run:
     def __init__(self, cfg, convolutions=False, recipe=""):
-        """recipe: the module that made this run (e.g. "rl.sac"), recorded in config.json and every
+        """recipe: the module that made this run (its dotted name), recorded in config.json and every
         checkpoint: `python -m metrics RUN_DIR` asks it to evaluate the run, --resume checks it."""
         self.cfg, self.recipe = cfg, recipe
         # first: with --distributed, the msrun scheduler process stops in here

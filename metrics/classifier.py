@@ -8,7 +8,7 @@ softmax the class probabilities (class score, class coverage).
 
 A trained classifier's initial weights follow the MindSpore random state of the process that trained
 it, so two caches can hold two classifiers, and one checkpoint two FIDs. metrics/reference/ ships the
-classifiers the README's numbers from 2026-12-04 on were measured on (sklearn digits, and those
+classifiers the numbers in docs/results.md from 2026-12-04 on were measured on (sklearn digits, and those
 digits written as MNIST-format IDX by data/export_idx.py; a seed-0 train_gan.py run in an empty cache
 rebuilds them bit for bit): for those datasets they are read before any cache, so every machine
 scores alike.
