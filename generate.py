@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from loops.config import CommandLineParser, UserError, run_cli
+from loops.config import CommandLineParser, UserError, check_seed, run_cli
 from loops.files import atomic_write
 
 CHUNK = 500  # one compiled shape for every call; the last chunk is padded
@@ -38,8 +38,7 @@ def parse(argv):
     args = p.parse_args(argv)
     if args.num <= 0:
         raise UserError(f"--num must be > 0, got {args.num}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    check_seed(args.seed)
     if os.path.splitext(args.out)[1].lower() not in (".npy", ".png"):
         raise UserError(f"--out must end in .npy or .png, got {args.out}")
     return args

@@ -53,8 +53,12 @@ class TrainedGenerator:
         if not path:
             raise UserError(f"no checkpoint in {os.path.join(run_dir, 'checkpoints')}")
         _, self.meta = checkpoint.read(path)
-        self.path, self.config = path, self.meta["config"]
+        self.path, self.config = path, self.meta.get("config", {})
         cfg = self.config
+        made_by = self.meta.get("recipe") or ("a train_rl.py run" if "algo" in cfg else "")
+        if "z_dim" not in cfg or made_by not in ("", "gan.trainer"):
+            raise UserError(f"{path} is not a checkpoint of a train_gan.py run"
+                            + (f" (it is of {made_by})" if made_by else "") + ": nothing to sample")
         self.conditional = bool(cfg.get("conditional", False))
         self.num_classes = self.meta["num_classes"] if self.conditional else 0
         self.z_dim, self.kind = cfg["z_dim"], self.meta["kind"]

@@ -33,6 +33,8 @@ EXIT_STATUS = {UserError: 2, RunFailure: 3, WriteFailure: 4}
 
 
 AUTO = "auto"
+MAX_SEED = 2**32 - 1  # every seed of the project (numpy's and MindSpore's generators take it)
+PRESET_MAX_BYTES = 1 << 20  # presets are small text files; anything bigger is not one
 
 
 def opt(default, help, choices=None, auto=None):
@@ -90,7 +92,9 @@ class RunConfig:
     def validate(self):
         self.check_positive("steps", "log_every")
         self.check_non_negative("seed", "ckpt_every", "keep_ckpts")
+        check_seed(self.seed)
         self.check(not (self.resume and not self.run_dir), "--resume needs --run-dir")
+        self.check(self.resume or not self.force, "--force only applies with --resume")
 
     def owns_run(self, config):
         """Whether a run recorded before config.json named its recipe (`config`: its config.json)
@@ -103,6 +107,12 @@ class RunConfig:
     def model_dict(self):
         """The config minus runtime keys: what must match for a resume to continue the same run."""
         return {k: v for k, v in self.to_dict().items() if k not in self.RUNTIME_KEYS}
+
+
+def check_seed(seed, flag="--seed"):
+    """UserError unless 0 <= seed <= MAX_SEED: the one seed range of every script."""
+    if not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{flag} must be in [0, {MAX_SEED}], got {seed}")
 
 
 class CommandLineParser(argparse.ArgumentParser):
@@ -225,8 +235,14 @@ def read_preset_values(path):
     """A preset file's {key: value}: a JSON object, or `key = value` lines (values parsed as JSON when
     they can be), unchecked against any config."""
     try:
+        if not os.path.isfile(path):  # a FIFO or /dev/zero would be read forever
+            raise UserError(f"--config {path}: not a regular file" if os.path.exists(path)
+                            else f"cannot read --config {path}: No such file or directory")
+        if os.path.getsize(path) > PRESET_MAX_BYTES:
+            raise UserError(f"--config {path}: {os.path.getsize(path)} bytes; a preset is a small text file "
+                            f"(at most {PRESET_MAX_BYTES} bytes)")
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = f.read(PRESET_MAX_BYTES + 1)
     except OSError as e:
         raise UserError(f"cannot read --config {path}: {e.strerror}")
     except UnicodeDecodeError:
@@ -235,7 +251,9 @@ def read_preset_values(path):
         values = json.loads(text)
         if not isinstance(values, dict):
             raise UserError(f"--config {path}: expected a JSON object")
-    except json.JSONDecodeError:
+    except (RecursionError, ValueError) as e:  # nested too deep, or an integer of thousands of digits
+        if not isinstance(e, json.JSONDecodeError):
+            raise UserError(f"--config {path}: not a preset ({type(e).__name__}: {str(e)[:80]})")
         values = {}
         for n, line in enumerate(text.splitlines(), 1):
             line = line.split("#", 1)[0].strip()
@@ -246,7 +264,7 @@ def read_preset_values(path):
             key, value = (s.strip() for s in line.split("=", 1))
             try:
                 values[key.replace("-", "_")] = json.loads(value)
-            except json.JSONDecodeError:
+            except (RecursionError, ValueError):
                 values[key.replace("-", "_")] = value
     return values
 
@@ -254,6 +272,16 @@ def read_preset_values(path):
 # facts a run's config.json records next to its flags (model sizes, the recipe that made it): a run's
 # config.json is a valid preset, so these keys are skipped, not refused
 RECORDED_FACTS = ("params_", "recipe")
+
+
+def _representable(value, tname):
+    """An int fits 64 bits; a float (or an int given for one) is a finite double."""
+    if tname == "int":
+        return -2**63 <= value < 2**63
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def read_preset(path, cls):
@@ -269,7 +297,9 @@ def read_preset(path, cls):
             continue
         expected = {"int": int, "float": (int, float), "str": str, "bool": bool}[tname]
         if not isinstance(value, expected) or (tname != "bool" and isinstance(value, bool)):
-            raise UserError(f"--config {path}: {key} = {value!r} is not a {tname}")
+            raise UserError(f"--config {path}: {key} = {str(value)[:40]!r} is not a {tname}")
+        if tname in ("int", "float") and not _representable(value, tname):
+            raise UserError(f"--config {path}: {key} = {str(value)[:40]} is out of range for a {tname}")
         choices = known[key].metadata.get("choices")
         if choices and value not in choices:
             raise UserError(f"--config {path}: {key} must be one of {choices}, got {value!r}")

@@ -50,6 +50,8 @@ def atomic_write(path, write, what, size=None):
     """`write(tmp_path)` then rename to `path`; on OSError remove the temp file, raise WriteFailure."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
+        if os.path.islink(tmp):  # planted: writing would go through it (the rename below replaces, never follows)
+            os.remove(tmp)
         write(tmp)
         os.replace(tmp, path)
     except OSError as e:

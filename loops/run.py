@@ -196,8 +196,12 @@ def lock_run_dir(run_dir, resume):
         return None  # rundir.prepare reports it
     try:
         os.makedirs(run_dir, exist_ok=True)
-        fd = os.open(os.path.join(run_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        # O_NOFOLLOW: a .lock planted as a symlink must not make the pid overwrite the file it points at
+        fd = os.open(os.path.join(run_dir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as e:
+        if os.path.islink(os.path.join(run_dir, ".lock")):
+            raise UserError(f"{os.path.join(run_dir, '.lock')} is a symbolic link; refusing to write through it "
+                            "(remove it if the run dir is yours)")
         raise UserError(f"--run-dir {run_dir} is not writable ({e.strerror})")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

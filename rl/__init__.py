@@ -11,8 +11,11 @@ A new algorithm is that module plus one line in ALGORITHMS; train_rl.py, rl/eval
 import importlib
 
 ALGORITHMS = {  # --algo name -> module
+    "dqn": "rl.dqn",
     "ppo": "rl.ppo",
     "sac": "rl.sac",
+    "td3": "rl.td3",
+    "ddpg": "rl.ddpg",
 }
 DEFAULT = "ppo"
 

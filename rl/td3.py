@@ -149,10 +149,18 @@ class DeterministicAgent(Agent):
         self.polyak_actor = EMA(self.actor.net, self.actor_target, 1.0 - cfg.tau)
         self.polyak_critic = EMA(self.critic.net, self.critic_target, 1.0 - cfg.tau)
         self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, act_dim)
-        self.policy = maybe_jit(self.actor.net.construct)
+        self.policy = self.make_policy()
         self.critic_step = self.critic.step(self.critic_loss_fn(), has_aux=True, takes_lr=cfg.anneal_lr)
         self.actor_step = self.actor.step(self.actor_loss_fn(), takes_lr=cfg.anneal_lr)
         self.batch = None
+
+    def make_policy(self):
+        """Compiled obs -> mu(obs), for acting and evaluation."""
+        actor = self.actor.net
+
+        def policy(obs):
+            return actor(obs)
+        return maybe_jit(policy)
 
     def make_critic(self):
         raise NotImplementedError

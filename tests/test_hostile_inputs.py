@@ -1,0 +1,96 @@
+"""Hostile inputs and planted files: each is one `error:` line and exit 2, nothing outside the run dir
+(nor inside it) is written through a link, and no input makes a script read forever."""
+import json
+import os
+
+import pytest
+
+from conftest import error_lines, run_script
+from loops.config import MAX_SEED, PRESET_MAX_BYTES, UserError, parse_config
+
+
+def regression_config():
+    import train_regression
+    return train_regression.RegressionConfig
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 200_000 + "]" * 200_000, "not a preset (RecursionError"),
+    ('{"steps": ' + "9" * 5000 + "}", "not a preset (ValueError"),
+    ('{"lr": ' + "1" + "0" * 400 + "}", "lr = 1000000000000000000000000000000000000000 is out of range for a float"),
+    ('{"lr": 1e400}', "lr = inf is out of range for a float"),
+    ('{"steps": 100000000000000000000}', "steps = 100000000000000000000 is out of range for a int"),
+    ("steps = " + "9" * 5000, "is not a int"),
+])
+def test_presets_that_python_cannot_hold_are_one_line(tmp_path, text, message):
+    preset = tmp_path / "preset.json"
+    preset.write_text(text)
+    with pytest.raises(UserError, match="^--config ") as e:
+        parse_config(regression_config(), ["--config", str(preset)], "")
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_preset_is_a_small_regular_file(tmp_path):
+    with pytest.raises(UserError, match="not a regular file"):
+        parse_config(regression_config(), ["--config", "/dev/zero"], "")  # read forever before
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="not a regular file"):
+        parse_config(regression_config(), ["--config", str(fifo)], "")
+    big = tmp_path / "big.json"
+    big.write_text(" " * (PRESET_MAX_BYTES + 1) + "{}")
+    with pytest.raises(UserError, match="a preset is a small text file"):
+        parse_config(regression_config(), ["--config", str(big)], "")
+    with pytest.raises(UserError, match="No such file"):
+        parse_config(regression_config(), ["--config", str(tmp_path / "missing.json")], "")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", str(MAX_SEED + 1)], f"--seed must be in [0, {MAX_SEED}], got {MAX_SEED + 1}"),
+    (["--seed", "99999999999999999999999"], "--seed must be in [0,"),
+    (["--force"], "--force only applies with --resume"),
+])
+def test_one_seed_range_and_force_needs_resume(argv, message):
+    with pytest.raises(UserError, match="^" + message.replace("[", r"\[").replace("]", r"\]")):
+        parse_config(regression_config(), argv, "")
+    assert parse_config(regression_config(), ["--seed", str(MAX_SEED)], "").seed == MAX_SEED
+
+
+def test_a_planted_lock_symlink_is_refused_and_its_target_untouched(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (run / ".lock").symlink_to(victim)
+    proc = run_script("train_regression.py", "--run-dir", run, "--steps", 3, check=False)
+    assert proc.returncode == 2 and len(error_lines(proc)) == 1 and "is a symbolic link" in error_lines(proc)[0]
+    assert victim.read_text() == "precious" and not (run / "checkpoints").exists()
+
+
+def test_a_planted_temp_name_symlink_is_not_written_through(tmp_path):
+    from loops.files import atomic_write
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    target = tmp_path / "config.json"
+    os.symlink(victim, f"{target}.tmp{os.getpid()}")
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write("{}")
+    atomic_write(str(target), write, "config.json")
+    assert victim.read_text() == "precious" and target.read_text() == "{}"
+
+
+def test_sampling_a_run_that_is_not_a_gan_run_is_one_line(tmp_path):
+    run = tmp_path / "regression"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 3)
+    proc = run_script("generate.py", run, "--num", 4, "--out", tmp_path / "x.npy", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: {run / 'checkpoints' / 'step_00000003.ckpt'} is not a checkpoint of a train_gan.py run "
+        "(it is of regression): nothing to sample"]
+    gan = tmp_path / "gan"  # a GAN run's evaluation pointed at another script's checkpoint
+    gan.mkdir()
+    (gan / "config.json").write_text(json.dumps({"z_dim": 2, "dataset": "ring8", "recipe": "gan.trainer"}))
+    proc = run_script("-m", "metrics", gan, "--checkpoint", run / "checkpoints" / "step_00000003.ckpt", check=False)
+    assert proc.returncode == 2 and "is not a checkpoint of a train_gan.py run" in error_lines(proc)[0]
+    assert not (tmp_path / "x.npy").exists()
