@@ -36,14 +36,21 @@ def fid(a, b):
         trace_sqrt = np.linalg.svd(xa @ xb.T, compute_uv=False).sum()
         return float(((mu_a - mu_b) ** 2).sum() + (xa ** 2).sum() + (xb ** 2).sum() - 2 * trace_sqrt)
     cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
-    with warnings.catch_warnings():  # dead ReLU units make the product singular; handled below
-        warnings.simplefilter("ignore")
-        covmean, _ = linalg.sqrtm(cov_a @ cov_b, disp=False)
+    covmean = _sqrtm(cov_a @ cov_b)
     if not np.isfinite(covmean).all():  # singular product: regularise as the reference code does
         eps = np.eye(len(cov_a)) * 1e-6
-        covmean, _ = linalg.sqrtm((cov_a + eps) @ (cov_b + eps), disp=False)
+        covmean = _sqrtm((cov_a + eps) @ (cov_b + eps))
     covmean = covmean.real
     return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a) + np.trace(cov_b) - 2 * np.trace(covmean))
+
+
+def _sqrtm(matrix):
+    """scipy.linalg.sqrtm without its `disp` argument (deprecated in SciPy 1.17, gone in 1.18): the
+    same computation on every SciPy; its accuracy warning is silenced, a singular product is handled
+    by the caller (dead ReLU units make it singular)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return linalg.sqrtm(matrix)
 
 
 def kid(a, b, subsets=20, subset_size=200, seed=0):

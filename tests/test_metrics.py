@@ -20,6 +20,17 @@ def test_fid_matches_the_symmetric_formula():
     assert abs(fid(A, A)) < 1e-6
 
 
+def test_fid_works_on_a_scipy_without_sqrtm_disp(monkeypatch):
+    """SciPy 1.18 drops sqrtm's `disp` argument (deprecated in 1.17): the FID must not pass it."""
+    real_sqrtm = linalg.sqrtm
+
+    def sqrtm_of_scipy_1_18(matrix, blocksize=64):  # no disp: passing it is a TypeError
+        return real_sqrtm(matrix, blocksize=blocksize)
+    expected = fid(A, B)
+    monkeypatch.setattr(linalg, "sqrtm", sqrtm_of_scipy_1_18)
+    assert fid(A, B) == expected
+
+
 def test_fid_with_fewer_samples_than_dimensions_is_exact():
     """n < d (InceptionV3's 2048-d at small n): singular covariances, an exact nuclear norm instead of
     a d x d sqrtm; the same value on both sides of n = d."""
