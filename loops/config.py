@@ -335,7 +335,7 @@ def choose_recipe(argv, flag, registry, default):
     """The recipe an entry script runs: `--<flag> NAME` (or `--<flag>=NAME`) on the command line, else
     the preset's `<flag>` key (`--config FILE`), else `default`. A name not in `registry` is one
     `error:` line with a did-you-mean. Cheap: no MindSpore, nothing built."""
-    parser = CommandLineParser(add_help=False)
+    parser = CommandLineParser(add_help=False, allow_abbrev=False)  # --mode is not an abbreviation of --model
     parser.add_argument("--" + flag, choices=sorted(registry), default=None)
     parser.add_argument("--config", default="")
     known, _ = parser.parse_known_args([a for a in argv if a not in ("-h", "--help")])

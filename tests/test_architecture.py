@@ -72,6 +72,16 @@ def test_models_import_no_core_and_the_core_imports_no_family():
         assert not [m for m, _ in imports_of(path) if m.split(".")[0] in ("gan", "rl", "models", "data", "metrics")], path
 
 
+@pytest.mark.parametrize("name", sorted(__import__("gan").TRANSLATORS))
+def test_every_registered_translator_is_one_module_with_config_trainer_and_evaluation(name):
+    from gan import translator
+    from gan.translation import Translator
+    module = translator(name)
+    assert module.Config.__dataclass_fields__["model"].default == name
+    assert issubclass(module.TRAINER, Translator) and module.EVALUATION is not None
+    assert set(module.Config.MODELS) == set(module.MODELS)
+
+
 @pytest.mark.parametrize("name", sorted(__import__("rl").ALGORITHMS))
 def test_every_registered_algorithm_is_one_module_with_config_agent_and_evaluation(name):
     """What train_rl.py, rl/evaluate.py and `python -m metrics` need of an algorithm, all in its module:

@@ -12,6 +12,7 @@ from loops import flagcache
 from loops.config import build_parser
 
 SCRIPTS = {"train_gan.py": "GANConfig", "train_rl.py": "rl.ppo", "train_rl.py --algo sac": "rl.sac",
+           "train_translate.py": "gan.pix2pix", "train_translate.py --model cyclegan": "gan.cyclegan",
            "train_regression.py": "RegressionConfig"}
 
 
@@ -50,9 +51,10 @@ def test_help_and_bad_flags_answer_without_importing_mindspore(tmp_path, monkeyp
     config = importlib.import_module(name).Config if "." in name else getattr(module, name)
     expected = build_parser(config, module.__doc__).format_help()
     assert helped.stdout == expected
-    if recipe:  # another algorithm's flag is an unknown flag, before MindSpore loads too
-        other = run_without_mindspore(tmp_path, script, *recipe, "--clip-coef", "0.1")
-        assert other.returncode == 2 and other.stderr.startswith("error: unrecognized arguments: --clip-coef")
+    if recipe:  # another recipe's flag is an unknown flag, before MindSpore loads too
+        flag = "--clip-coef" if script == "train_rl.py" else "--lambda-l1"
+        other = run_without_mindspore(tmp_path, script, *recipe, flag, "0.1")
+        assert other.returncode == 2 and other.stderr.startswith(f"error: unrecognized arguments: {flag}")
 
     # valid flags pass the early check and reach the real parse (which needs MindSpore here)
     valid = run_without_mindspore(tmp_path, script, *recipe, "--seed", "3", "--dry-run")

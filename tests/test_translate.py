@@ -1,0 +1,188 @@
+"""train_translate.py: pix2pix's and CycleGAN's losses against float64 numpy references of the
+reference implementation's formulas, each phase moves only its own models, the image pool samples as
+the reference's and resumes, bad input is one line, and a tiny run resumes bit for bit after SIGKILL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from mindspore import Tensor
+
+from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script
+from fixtures import write_idx
+
+
+@pytest.fixture(scope="module")
+def fashion(tmp_path_factory):
+    """Fashion-MNIST-format gzip IDX files: 200 training and 60 held-out images of 10 classes."""
+    directory = tmp_path_factory.mktemp("fashion")
+    write_idx(directory, n=200, gzip=True)
+    write_idx(directory, n=60, seed=1, gzip=True, split="test")
+    return str(directory)
+
+
+def tiny(tmp_path, fashion, model, *extra):
+    """The trainer train_translate.py builds for these flags, on the fixture data."""
+    from gan import translator
+    from gan.translation import make_source
+    from loops.config import parse_config
+    from loops.run import Run
+    recipe = translator(model)
+    task = {"pix2pix": "edges2fashion", "cyclegan": "sneaker2boot"}[model]
+    argv = ["--model", model, "--task", task, "--data-dir", fashion, "--run-dir", str(tmp_path / "run"), "--batch-size", "2",
+            "--ngf", "4", "--ndf", "4", "--eval-images", "8", *map(str, extra)]
+    cfg = parse_config(recipe.Config, argv, "")
+    run = Run(cfg, convolutions=True, recipe=recipe.__name__)
+    return recipe.TRAINER(cfg, run, make_source(cfg)), run
+
+
+def f64(t):
+    return t.asnumpy().astype(np.float64)
+
+
+def bce(logits, target):  # the reference's vanilla GANLoss: BCEWithLogits against all-ones / all-zeros
+    return np.mean(np.logaddexp(0, -logits) if target else np.logaddexp(0, logits))
+
+
+def test_pix2pix_losses_are_the_reference_formulas(graph_mode, tmp_path, fashion):
+    from mindspore import ops
+    trainer, run = tiny(tmp_path, fashion, "pix2pix", "--lambda-l1", 7.0)
+    a, b = (Tensor.from_numpy(x) for x in trainer.source.next())
+    G, D = trainer.g.net, trainer.d.net
+    fake = G(a)
+    real_logits, fake_logits = f64(D(ops.concat((a, b), 1))), f64(D(ops.concat((a, fake), 1)))
+    loss_d = float(trainer.d_forward(a, b)[0].asnumpy())
+    assert loss_d == pytest.approx(0.5 * (bce(real_logits, True) + bce(fake_logits, False)), rel=1e-5)
+    loss_g, gan, l1 = (float(x.asnumpy()) for x in trainer.g_forward(a, b))
+    l1_expected = np.mean(np.abs(f64(fake) - f64(b)))
+    assert gan == pytest.approx(bce(fake_logits, True), rel=1e-5) and l1 == pytest.approx(l1_expected, rel=1e-5)
+    assert loss_g == pytest.approx(bce(fake_logits, True) + 7.0 * l1_expected, rel=1e-5)
+    run.close()
+
+
+def test_cyclegan_losses_are_the_reference_formulas(graph_mode, tmp_path, fashion):
+    trainer, run = tiny(tmp_path, fashion, "cyclegan", "--lambda-a", 3.0, "--lambda-b", 5.0, "--lambda-identity", 0.5)
+    a, b = (Tensor.from_numpy(x) for x in trainer.source.next())
+    g, d = trainer.g.net, trainer.d.net
+    fake_b, fake_a = g.g_a(a), g.g_b(b)
+    an, bn, fbn, fan = f64(a), f64(b), f64(fake_b), f64(fake_a)
+
+    def mse(x, target):  # the reference's lsgan GANLoss
+        return np.mean((x - target) ** 2)
+    gan = mse(f64(d.d_a(fake_b)), 1) + mse(f64(d.d_b(fake_a)), 1)
+    cycle_a = 3.0 * np.mean(np.abs(f64(g.g_b(fake_b)) - an))
+    cycle_b = 5.0 * np.mean(np.abs(f64(g.g_a(fake_a)) - bn))
+    identity = 0.5 * (5.0 * np.mean(np.abs(f64(g.g_a(b)) - bn)) + 3.0 * np.mean(np.abs(f64(g.g_b(a)) - an)))
+    out = [float(x.asnumpy()) for x in trainer.g_loss(a, b)[:5]]
+    assert out == pytest.approx([gan + cycle_a + cycle_b + identity, gan, cycle_a, cycle_b, identity], rel=1e-5)
+    np.testing.assert_allclose(trainer.g_loss(a, b)[5].asnumpy(), fbn, rtol=1e-6)  # D's fakes: G_A(a)
+    # D_A judges domain B (real b vs G_A's fakes), D_B domain A; each (real + fake) / 2, then summed
+    pa, pb = fan[::-1].copy(), fbn[::-1].copy()  # any pooled fakes
+    loss_a = 0.5 * (mse(f64(d.d_a(b)), 1) + mse(f64(d.d_a(Tensor.from_numpy(pb.astype(np.float32)))), 0))
+    loss_b = 0.5 * (mse(f64(d.d_b(a)), 1) + mse(f64(d.d_b(Tensor.from_numpy(pa.astype(np.float32)))), 0))
+    d_out = [float(x.asnumpy()) for x in trainer.d_loss(a, b, *(Tensor.from_numpy(p.astype(np.float32)) for p in (pa, pb)))]
+    assert d_out == pytest.approx([loss_a + loss_b, loss_a, loss_b], rel=1e-5)
+    run.close()
+
+
+@pytest.mark.parametrize("model", ["pix2pix", "cyclegan"])
+def test_each_phase_moves_only_its_own_models(graph_mode, tmp_path, fashion, model):
+    from loops.driver import run_iteration
+    trainer, run = tiny(tmp_path, fashion, model)
+    phases = {p.name: p for p in trainer.phases()}
+    g, d = trainer.g.net.trainable_params(), trainer.d.net.trainable_params()
+    for name in ("d", "g") if model == "pix2pix" else ("g", "d"):  # each recipe's own order
+        before_g, before_d = [p.asnumpy().copy() for p in g], [p.asnumpy().copy() for p in d]
+        run_iteration([phases[name]], 0)
+        moved_g = any(not np.array_equal(x, p.asnumpy()) for x, p in zip(before_g, g))
+        moved_d = any(not np.array_equal(x, p.asnumpy()) for x, p in zip(before_d, d))
+        assert (moved_g, moved_d) == (name == "g", name == "d"), name
+    run.close()
+
+
+def test_image_pool_follows_the_reference_and_resumes():
+    from gan.cyclegan import ImagePool
+    rng, shadow = np.random.default_rng(3), np.random.default_rng(3)
+    pool = ImagePool(4, (1, 2, 2), "pool_x")
+    stored = []
+    for k in range(10):
+        fakes = np.full((2, 1, 2, 2), k, np.float32) + np.arange(2, dtype=np.float32)[:, None, None, None]
+        out = pool.query(fakes, rng)
+        for i, image in enumerate(fakes):  # the reference's ImagePool.query, image by image
+            if len(stored) < 4:
+                stored.append(image.copy())
+                expected = image
+            elif shadow.uniform() > 0.5:
+                j = int(shadow.integers(0, 4))
+                expected, stored[j] = stored[j].copy(), image.copy()
+            else:
+                expected = image
+            np.testing.assert_array_equal(out[i], expected)
+    np.testing.assert_array_equal(pool.images, np.stack(stored))
+    pool.sync_to_parameter()  # what a checkpoint holds, read back into a fresh pool
+    again = ImagePool(4, (1, 2, 2), "pool_x")
+    again.param.set_data(pool.param.data.copy())
+    again.load_from_parameter(pool.count)
+    fakes = np.full((2, 1, 2, 2), 99, np.float32)
+    np.testing.assert_array_equal(again.query(fakes, np.random.default_rng(5)), pool.query(fakes, np.random.default_rng(5)))
+    assert ImagePool(0, (1, 2, 2), "p").query(fakes, rng) is fakes  # size 0: D sees the newest fakes
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "pix2pix", "--task", "sneaker2boot"], "--task sneaker2boot is unpaired; --model pix2pix takes paired"),
+    (["--model", "cyclegan", "--task", "edges2fashion"], "is paired; --model cyclegan takes unpaired data"),
+    (["--model", "cyclegan", "--task", "sneaker2boot", "--steps-per-call", "2"], "--steps-per-call must be 1 for cyclegan"),
+    (["--model", "pix2pix", "--task", "edges2fashion", "--image-size", "28"], "unet_32 needs H and W divisible by 32"),
+    (["--model", "pix2pix", "--lambda-a", "3"], "unrecognized arguments: --lambda-a 3"),
+    (["--model", "cyclegan", "--lambda-l1", "3"], "unrecognized arguments: --lambda-l1 3"),
+    (["--model", "pix2px"], "did you mean 'pix2pix'?"),
+    (["--model", "cyclegan", "--data-dir", "/nonexistent"], "/nonexistent"),
+])
+def test_bad_translate_input_exits_2_and_writes_nothing(tmp_path, fashion, args, message):
+    if "--task" in args:
+        args = args + ["--data-dir", fashion]
+    proc = run_script("train_translate.py", "--run-dir", tmp_path / "run", *args, check=False)
+    assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0], proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated(tmp_path, fashion):
+    """The image pools, data position, optimizers and RNG are in each checkpoint: a run killed after
+    its step-2 checkpoint and resumed ends with the weights of an uninterrupted one; generate.py and
+    python -m metrics read the run back."""
+    args = ["--model", "cyclegan", "--task", "sneaker2boot", "--data-dir", fashion, "--batch-size", 2, "--ngf", 4, "--ndf", 4,
+            "--pool-size", 3, "--steps", 4, "--decay-steps", 2, "--eval-images", 8, "--no-progress"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    run_script("train_translate.py", "--run-dir", whole, *args)
+    env = dict(os.environ, GLOG_v="4")
+    proc = subprocess.Popen([sys.executable, "train_translate.py", "--run-dir", str(killed), *map(str, args),
+                             "--ckpt-every", "2", "--steps", "1000"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while not (killed / "checkpoints" / "step_00000002.ckpt").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    for extra in sorted((killed / "checkpoints").iterdir())[1:]:  # resume from step 2 exactly
+        extra.unlink()
+    run_script("train_translate.py", "--run-dir", killed, *args, "--resume")
+    name = "step_00000004.ckpt"
+    a, b = checkpoint_arrays(whole / "checkpoints" / name), checkpoint_arrays(killed / "checkpoints" / name)
+    assert any(k.startswith("pool_a.") for k in a) and any(k.startswith("g.g_b.") for k in a)
+    assert_same_arrays(a, b)
+    m = json.loads((whole / "metrics.json").read_text())
+    assert {"success_AtoB", "success_BtoA", "fid_AtoB", "cycle_l1_A", "cycle_l1_B"} <= set(m)
+    assert json.loads((whole / "config.json").read_text())["recipe"] == "gan.cyclegan"
+    again = json.loads(run_script("-m", "metrics", whole).stdout)
+    assert again["cycle_l1_A"] == m["cycle_l1_A"] and again["step"] == 4
+    run_script("generate.py", whole, "--num", 5, "--out", tmp_path / "b2a.npy", "--direction", "BtoA")
+    out = np.load(tmp_path / "b2a.npy")
+    assert out.shape == (5, 1, 28, 28) and out.min() >= -1 and out.max() <= 1
