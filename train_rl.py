@@ -4,14 +4,16 @@ agent is a Learner with its own optimizer and its own compiled step.
 
     python train_rl.py                                  # PPO on CartPole-v1 (the default)
     python train_rl.py --algo sac                       # SAC on Pendulum-v1
+    python train_rl.py --algo dqn                       # DQN on CartPole-v1; td3, ddpg: Pendulum-v1
     python train_rl.py --algo sac --help                # SAC's flags (each algorithm has its own)
     python train_rl.py --env Acrobot-v1 --total-steps 300000
     python -m metrics RUN_DIR --episodes 20 --gif       # evaluate the policy again, see it
     tensorboard --logdir runs
 
 --steps counts driver iterations, each algorithm's own unit (its module's docstring says which).
-PPO: one rollout of --num-steps x --num-envs environment steps and its updates; SAC: one step of the
---num-envs environments and one critic update. --total-steps sets --steps in environment steps
+PPO: one rollout of --num-steps x --num-envs environment steps and its updates; SAC, TD3, DDPG: one
+step of the --num-envs environments and one critic update; DQN: --train-frequency vector steps and
+one Q update. --total-steps sets --steps in environment steps
 instead. config.json records every value used and the algorithm that made the run.
 """
 import os

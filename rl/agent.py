@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from loops.config import UserError
 from loops.learner import Learner
 from loops.schedules import lr_at
 from rl.envs import action_spec, env_state, finished_episodes, make_envs, set_env_state
@@ -21,14 +22,29 @@ KEEP_EPISODES = 100  # finished episodes kept in checkpoints (the metrics use th
 
 class Agent:
     PROGRESS_TAGS = ("charts/episodic_return", "losses/actor")  # shown on the progress line
+    ACTIONS = ("discrete", "continuous")  # the action spaces the algorithm takes (Discrete, Box)
 
     def __init__(self, cfg, run):
         self.cfg, self.run, self.rng = cfg, run, run.rng
         self.envs, self.obs = make_envs(cfg.env, cfg.num_envs, cfg.seed)
         self.discrete, self.n_actions, self.bounds = action_spec(self.envs)
+        self.check_action_space()
         self.obs_dim = self.obs.shape[1]
         self.episodes, self.env_steps = [], 0
         self.tick, self.tick_env_steps = time.perf_counter(), 0
+
+    def check_action_space(self):
+        """UserError (envs closed) when this algorithm cannot act in the environment, naming the
+        registered algorithms that can."""
+        kind = "discrete" if self.discrete else "continuous"
+        if kind in self.ACTIONS:
+            return
+        self.envs.close()
+        from rl import ALGORITHMS, algorithm
+        fit = [name for name in sorted(ALGORITHMS) if kind in algorithm(name).AGENT.ACTIONS]
+        needs = "continuous (Box)" if kind == "discrete" else "discrete"
+        raise UserError(f"--algo {self.cfg.algo} needs {needs} actions; {self.cfg.env} has "
+                        f"{self.envs.single_action_space}: use --algo {' or '.join(fit)}")
 
     def step_envs(self, env_action):
         """One vector step; records finished episodes. Returns (obs, reward, terminated, truncated, info)."""

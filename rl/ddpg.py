@@ -16,12 +16,14 @@ loops.ema.EMA with decay 1 - tau). A terminated episode is terminal (y = r); a t
 bootstraps from its final observation. Exploration noise is drawn on the host (self.rng).
 
 Differences from CleanRL: the actor and the targets update every iteration, as in the paper
-(CleanRL's DDPG inherits TD3's policy_frequency 2 there); Gaussian exploration noise as CleanRL
-(the paper: an Ornstein-Uhlenbeck process); no batch normalisation, no weight decay on the critic
-and tanh-free hidden layers of 256 as CleanRL (the paper: 400 and 300 units, L2 1e-2 on Q, actor lr
-1e-4, critic 1e-3); the learning rate 1e-3 (the SB3 zoo's Pendulum value; CleanRL: 3e-4), 1000
-warm-up steps (CleanRL: 25k) and a 100k-transition buffer (CleanRL: 1e6). Like CleanRL, the learning
-rates are constant: --anneal-lr is off by default.
+(CleanRL's DDPG keeps TD3's policy_frequency 2); the learning rate 1e-3 (the SB3 zoo's Pendulum
+value; CleanRL: 3e-4), 1000 warm-up steps (CleanRL: 25k, more than the whole default run) and a
+100k-transition buffer (CleanRL: 1e6; with 20k steps both hold every transition). Like CleanRL, the
+learning rates are constant: --anneal-lr (linear to 0, the default of PPO and SAC here) is off by
+default. Differences from the paper, kept from CleanRL: Gaussian exploration noise (the paper: an
+Ornstein-Uhlenbeck process); two relu layers of 256, no batch normalisation, no weight decay, one
+learning rate, batch 256, tau 0.005 (the paper: 400 and 300 units, batch norm, L2 1e-2 on Q, actor lr
+1e-4 and critic lr 1e-3, batch 64, tau 0.001).
 """
 from dataclasses import dataclass
 
@@ -60,10 +62,12 @@ class DDPG(DeterministicAgent):
         return QNetwork(self.obs_dim, self.n_actions, self.cfg.hidden)
 
     def critic_loss_fn(self):
-        critic, actor_target, critic_target, gamma = self.critic.net, self.actor_target, self.critic_target, self.cfg.gamma
+        critic, actor_target, critic_target = self.critic.net, self.actor_target, self.critic_target
+        gamma = self.cfg.gamma
 
         def loss(obs, actions, rewards, next_obs, terminated):
-            y = ops.stop_gradient(rewards + (1.0 - terminated) * gamma * critic_target(next_obs, actor_target(next_obs)))
+            next_q = critic_target(next_obs, actor_target(next_obs))
+            y = ops.stop_gradient(rewards + (1.0 - terminated) * gamma * next_q)
             q = critic(obs, actions)
             return ops.mean(ops.square(q - y)), ops.mean(q)
         return loss

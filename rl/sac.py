@@ -23,7 +23,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
-from loops.config import UserError, opt
+from loops.config import opt
 from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
@@ -120,12 +120,9 @@ class LogAlpha(nn.Cell):
 
 
 class SAC(Agent):
+    ACTIONS = ("continuous",)
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
-        if self.discrete:
-            self.envs.close()
-            raise UserError(f"--algo sac needs continuous (Box) actions; {cfg.env} has "
-                            f"{self.envs.single_action_space}: use --algo ppo")
         low, high = self.bounds
         act_dim, hidden = self.n_actions, cfg.hidden
         self.actor = Learner.from_config("actor", SquashedGaussianActor(self.obs_dim, act_dim, hidden, low, high), cfg)

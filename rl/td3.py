@@ -23,8 +23,8 @@ Differences from CleanRL: the learning rate 1e-3 (the SB3 zoo's Pendulum value; 
 1000 warm-up steps (CleanRL: 25k, more than the whole default run) and a 100k-transition buffer
 (CleanRL: 1e6; with 20k steps both hold every transition); target actions are clipped to each
 action dimension's own bounds (CleanRL: to the first dimension's); the smoothing noise is drawn on
-the host, not by torch; training starts after exactly --learning-starts transitions (CleanRL: one
-later); the critic's loss is logged as losses/qf_loss = (qf1 + qf2) / 2, as CleanRL does, while the
+the host, not by torch; the first update follows --learning-starts random steps and one step of the
+policy (CleanRL: two); the critic's loss is logged as losses/qf_loss = (qf1 + qf2) / 2, as CleanRL does, while the
 optimised loss is their sum. Like CleanRL, the learning rates are constant: --anneal-lr (linear to
 0, the default of PPO and SAC here) is off by default.
 Defaults: CleanRL's TD3 (two relu layers of 256, batch 256, tau 0.005, gamma 0.99, exploration noise
@@ -38,12 +38,11 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from loops.config import UserError, opt
+from loops.config import opt
 from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
-from rl import ALGORITHMS
 from rl.agent import Agent
 from rl.config import algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
@@ -125,16 +124,12 @@ class DeterministicAgent(Agent):
     A subclass sets NAME and defines make_critic(), critic_loss_fn(), critic_tags, actor_loss_fn(),
     smoothing_noise (whether the critic step takes host noise) and policy_delay()."""
     NAME = ""
+    ACTIONS = ("continuous",)
     PROGRESS_TAGS = ("charts/episodic_return", "losses/actor_loss")
     smoothing_noise = False
 
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
-        if self.discrete:
-            self.envs.close()
-            fit = " or ".join(n for n in ("ppo", "dqn") if n in ALGORITHMS)
-            raise UserError(f"--algo {self.NAME} needs continuous (Box) actions; {cfg.env} has "
-                            f"{self.envs.single_action_space}: use --algo {fit}")
         low, high = self.bounds
         act_dim, hidden = self.n_actions, cfg.hidden
         self.low, self.high = Tensor(low, ms.float32), Tensor(high, ms.float32)

@@ -16,6 +16,7 @@ import loops
 from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
 from loops.checkpoint import list_checkpoints, read
 from loops.driver import host_tensor
+from rl import ALGORITHMS
 from rl.storage import gae
 
 
@@ -140,7 +141,8 @@ def test_continuous_actions_train(tmp_path):
     (["--algo", "sac", "--update-epochs", "3"], "unrecognized arguments: --update-epochs 3"),
     (["--lr-alpha", "0.1"], "unrecognized arguments: --lr-alpha 0.1"),
     (["--algo", "sac", "--num-steps", "3"], "unrecognized arguments: --num-steps 3; did you mean --steps?"),
-    (["--algo", "sacc"], "invalid choice: 'sacc' (choose from 'ppo', 'sac'); did you mean 'sac'?"),
+    (["--algo", "sacc"], f"invalid choice: 'sacc' (choose from {', '.join(map(repr, sorted(ALGORITHMS)))}); "
+                         "did you mean 'sac'?"),
     (["--num-envs", "0"], "--num-envs must be > 0, got 0"),  # 0 is not "auto"
     (["--env", ""], "--env : "),
     (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),

@@ -77,8 +77,8 @@ def test_td3_critic_and_actor_losses_match_numpy(graph_mode, tmp_path):
     cfg, critic, target = agent.cfg, agent.critic.net, agent.critic_target
     low, high, scale = -2.0, 2.0, 2.0
 
-    def reference(smooth=True, clip_noise=True, clip_bounds=True, combine=np.minimum, sign=1.0, actor_t=agent.actor_target,
-                  critic_t=target, done=terminated):
+    def reference(smooth=True, clip_noise=True, clip_bounds=True, combine=np.minimum, sign=1.0,
+                  actor_t=agent.actor_target, critic_t=target, done=terminated):
         eps = noise * cfg.policy_noise
         eps = np.clip(eps, -cfg.noise_clip, cfg.noise_clip) if clip_noise else eps
         a = mu(actor_t, next_obs) + (eps * scale if smooth else 0.0)
@@ -94,7 +94,8 @@ def test_td3_critic_and_actor_losses_match_numpy(graph_mode, tmp_path):
     mistakes = {"no smoothing": dict(smooth=False), "noise not clipped": dict(clip_noise=False),
                 "action not clipped": dict(clip_bounds=False), "max of the twins": dict(combine=np.maximum),
                 "only Q1'": dict(combine=lambda a, b: a), "sign of the bootstrap": dict(sign=-1.0),
-                "online actor as target": dict(actor_t=agent.actor.net), "online critic as target": dict(critic_t=critic),
+                "online actor as target": dict(actor_t=agent.actor.net),
+                "online critic as target": dict(critic_t=critic),
                 "terminated ignored": dict(done=np.zeros_like(terminated))}
     for what, change in mistakes.items():
         m1, m2 = reference(**change)
@@ -123,7 +124,8 @@ def test_ddpg_critic_and_actor_losses_match_numpy(graph_mode, tmp_path):
         return np.mean((q(critic.q, obs, actions) - y) ** 2)
 
     assert close(loss, reference()) and close(q_mean, q(critic.q, obs, actions).mean())
-    for what, change in {"sign of the bootstrap": dict(sign=-1.0), "online actor as target": dict(actor_t=agent.actor.net),
+    for what, change in {"sign of the bootstrap": dict(sign=-1.0),
+                         "online actor as target": dict(actor_t=agent.actor.net),
                          "online critic as target": dict(critic_t=critic),
                          "terminated ignored": dict(done=np.zeros_like(terminated))}.items():
         assert not close(loss, reference(**change)), what
@@ -230,7 +232,7 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path, algo):
 
 @pytest.mark.parametrize("args, message", [
     (["--algo", "td3", "--env", "CartPole-v1"],
-     "--algo td3 needs continuous (Box) actions; CartPole-v1 has Discrete(2): use --algo ppo"),
+     "--algo td3 needs continuous (Box) actions; CartPole-v1 has Discrete(2): use --algo dqn or ppo"),
     (["--algo", "ddpg", "--env", "CartPole-v1"], "--algo ddpg needs continuous (Box) actions"),
     (["--algo", "td3", "--noise-clip", "-0.1"], "--noise-clip must be a finite number >= 0, got -0.1"),
     (["--algo", "td3", "--policy-noise", "nan"], "--policy-noise must be a finite number >= 0, got nan"),
@@ -265,17 +267,20 @@ def test_metrics_reevaluates_a_td3_run(tmp_path):
             "losses/actor_loss", "grad_norm/actor", "grad_norm/critic"} <= set(scalar_tags(run).Tags()["scalars"])
 
 
+# environment steps of the convergence tests: TD3's actor updates every second iteration and starts
+# later (measured under heavy load: TD3 6000 steps: last-10 -606, evaluation -422; DDPG 4000 steps:
+# last-10 -649, evaluation -92; both seed 0)
+SLOW_STEPS = {"td3": 6000, "ddpg": 4000}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["td3", "ddpg"])
 def test_learns_pendulum_far_above_a_random_policy(tmp_path, algo):
     run = tmp_path / algo
-    # a smaller budget than the defaults (see docs/rl_td3_ddpg.md for those): 64 hidden units, batch 128
-    run_script("train_rl.py", "--algo", algo, "--run-dir", run, "--total-steps", SLOW_STEPS, "--learning-starts", 500,
-               "--hidden", 64, "--batch-size", 128, "--eval-episodes", 3)
+    # a smaller budget than the defaults (docs/rl_td3_ddpg.md has those): 64 hidden units, batch 128
+    run_script("train_rl.py", "--algo", algo, "--run-dir", run, "--total-steps", SLOW_STEPS[algo],
+               "--learning-starts", 500, "--hidden", 64, "--batch-size", 128, "--eval-episodes", 3)
     m = json.loads((run / "metrics.json").read_text())
     # random actions average about -1200 on Pendulum-v1
-    assert m["train_return_last10"] > -900 and m["eval_return_mean"] > -600, m
-    assert m["env_steps"] == SLOW_STEPS
-
-
-SLOW_STEPS = 4000
+    assert m["train_return_last10"] > -900 and m["eval_return_mean"] > -700, m
+    assert m["env_steps"] == SLOW_STEPS[algo] and m["updates"] == SLOW_STEPS[algo] - 500
