@@ -6,7 +6,6 @@ A recipe module (gan/pix2pix.py, gan/cyclegan.py) defines MODELS, a Config built
 `translation_config(name, MODELS, **defaults)`, a TRAINER subclassing Translator (its Learners,
 phases and `translate(direction, images)`), and EVALUATION; train_translate.py does the rest.
 """
-import os
 from dataclasses import dataclass
 
 import numpy as np
