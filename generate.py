@@ -20,16 +20,11 @@ import sys
 os.environ.setdefault("GLOG_v", "2" if "--debug" in sys.argv else "4")
 
 import argparse
-import json
-from types import SimpleNamespace
 
 import numpy as np
 
 from loops.config import CommandLineParser, UserError, check_seed, run_cli
 from loops.files import atomic_write
-
-CHUNK = 500  # one compiled shape for every call; the last chunk is padded
-
 
 def parse(argv):
     p = CommandLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -55,70 +50,12 @@ def parse(argv):
     return args
 
 
-def made_by_translation(run_dir):
-    """Whether RUN_DIR/config.json names an image-to-image recipe (gan/__init__.py TRANSLATORS)."""
-    from gan import TRANSLATORS
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            return json.load(f).get("recipe") in TRANSLATORS.values()
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def translate(args):
-    """(outputs, picture) of an image-to-image run: the first --num held-out source images translated."""
-    from gan.translation import in_chunks
-    from gan.translation_metrics import load_run
-    if args.label >= 0 or args.no_ema or args.seed:
-        raise UserError("--class, --no-ema and --seed are for train_gan.py runs; this is a train_translate.py run")
-    trainer, _, path = load_run(args.run_dir, args.checkpoint)
-    direction = args.direction or "AtoB"
-    if direction not in trainer.DIRECTIONS:
-        raise UserError(f"--direction {direction}: this {trainer.cfg.model} run translates {', '.join(trainer.DIRECTIONS)}")
-    inputs, _ = trainer.test_images(direction)
-    if args.num > len(inputs):
-        raise UserError(f"--num {args.num}: the held-out source images are {len(inputs)}")
-    out = in_chunks(lambda x: trainer.translate(direction, x), inputs[:args.num])
-    picture = trainer.picture_of(direction, inputs[:min(args.num, 64)]) if args.out.lower().endswith(".png") else None
-    trainer.run.close()
-    return out, picture, path
-
-
-def sample(args):
-    """(samples, picture) of a train_gan.py run."""
-    from gan.models import TrainedGenerator
-    from gan.pictures import image_grid, scatter_plot
-    if args.direction:
-        raise UserError("--direction is for train_translate.py runs")
-    gen = TrainedGenerator(args.run_dir, args.checkpoint, ema=not args.no_ema)
-    if args.label >= 0 and not gen.conditional:
-        raise UserError("--class needs a run trained with --conditional")
-    if args.label >= gen.num_classes > 0:
-        raise UserError(f"--class must be in [0, {gen.num_classes - 1}], got {args.label}")
-    z = np.random.default_rng(args.seed).standard_normal((args.num, gen.z_dim), dtype=np.float32)
-    # conditional runs: the asked class, or every class in turn
-    labels = (np.full(args.num, args.label, np.int32) if args.label >= 0
-              else np.arange(args.num, dtype=np.int32) % max(1, gen.num_classes))
-    chunks = []
-    for i in range(0, args.num, CHUNK):  # one compiled shape: the last chunk is padded
-        part = z[i:i + CHUNK]
-        padded = np.concatenate([part, np.zeros((CHUNK - len(part), part.shape[1]), np.float32)])
-        chunks.append(gen.sample(padded, np.resize(labels[i:i + CHUNK], CHUNK))[:len(part)])
-    out = np.concatenate(chunks).astype(np.float32)
-    if gen.kind == "toy":
-        from data import SOURCES
-        picture = scatter_plot(out, SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config)).centers)
-    else:
-        picture = image_grid(out[:256])
-    return out, picture, gen.path
-
-
 def main(argv):
     args = parse(argv)
     from gan.models import graph_mode_on_cpu
     graph_mode_on_cpu()
-    translation = made_by_translation(args.run_dir)
-    out, picture, path = translate(args) if translation else sample(args)
+    from metrics.runs import generation_of
+    out, picture, path, what = generation_of(args.run_dir)(args)  # the recipe that made the run decides
     try:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     except OSError as e:
@@ -132,7 +69,7 @@ def main(argv):
     else:
         from gan.pictures import save_png
         save_png(args.out, picture)
-    print(f"wrote {args.out}: {out.shape[0]} {'translations' if translation else 'samples'} from {path}")
+    print(f"wrote {args.out}: {out.shape[0]} {what} from {path}")
     return 0
 
 

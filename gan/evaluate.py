@@ -22,6 +22,8 @@ from loops import rundir
 from loops.config import UserError
 from metrics.protocol import PAPER_SAMPLES, PROTOCOLS
 
+GENERATE_CHUNK = 500  # generate.py: one compiled shape for every call; the last chunk is padded
+
 
 def sample_in_chunks(gen, z, labels, chunk=2500):
     """G(z) for many z (--protocol paper: 50000) in fixed-size calls, the last one padded: one compile,
@@ -85,4 +87,35 @@ class Evaluation:
         return {"checkpoint": gen.path, "step": meta["step"], "samples": n, "ema": not args.no_ema, **shown}
 
 
+def generate(args):
+    """generate.py on a train_gan.py run: (samples, picture, checkpoint, "samples"); --seed's latents in
+    fixed-shape chunks (the last one padded), so a run, checkpoint and seed give bit-identical output."""
+    from gan.models import TrainedGenerator
+    from gan.pictures import image_grid, scatter_plot
+    if args.direction:
+        raise UserError("--direction is for train_translate.py runs")
+    gen = TrainedGenerator(args.run_dir, args.checkpoint, ema=not args.no_ema)
+    if args.label >= 0 and not gen.conditional:
+        raise UserError("--class needs a run trained with --conditional")
+    if args.label >= gen.num_classes > 0:
+        raise UserError(f"--class must be in [0, {gen.num_classes - 1}], got {args.label}")
+    z = np.random.default_rng(args.seed).standard_normal((args.num, gen.z_dim), dtype=np.float32)
+    # conditional runs: the asked class, or every class in turn
+    labels = (np.full(args.num, args.label, np.int32) if args.label >= 0
+              else np.arange(args.num, dtype=np.int32) % max(1, gen.num_classes))
+    chunks = []
+    for i in range(0, args.num, GENERATE_CHUNK):  # one compiled shape: the last chunk is padded
+        part = z[i:i + GENERATE_CHUNK]
+        padded = np.concatenate([part, np.zeros((GENERATE_CHUNK - len(part), part.shape[1]), np.float32)])
+        chunks.append(gen.sample(padded, np.resize(labels[i:i + GENERATE_CHUNK], GENERATE_CHUNK))[:len(part)])
+    out = np.concatenate(chunks).astype(np.float32)
+    if gen.kind == "toy":
+        from data import SOURCES
+        picture = scatter_plot(out, SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config)).centers)
+    else:
+        picture = image_grid(out[:256])
+    return out, picture, gen.path, "samples"
+
+
 EVALUATION = Evaluation()
+GENERATION = generate

@@ -21,7 +21,7 @@ from mindspore import ops
 from gan.losses import LOSSES
 from gan.translation import Translator, build_nets, check_task, eval_function, reference_gan_loss, \
     translation_config
-from gan.translation_metrics import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
+from gan.translation_metrics import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py)
 from loops import distributed
 from loops.config import opt
 from loops.driver import Phase

@@ -12,7 +12,7 @@ from mindspore import Tensor
 from tqdm import tqdm
 
 from gan import augment
-from gan.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR asks this recipe)
+from gan.evaluate import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py ask this recipe)
 from gan.models import make_nets, make_sampler
 from gan.hooks import EvalHook, SampleHook
 from gan.pictures import image_grid, scatter_plot

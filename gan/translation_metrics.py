@@ -151,4 +151,24 @@ class Evaluation:
         return {"checkpoint": path, "step": meta["step"], **{k: v for k, v in metrics.items() if k != "protocol"}}
 
 
+def generate(args):
+    """generate.py on a train_translate.py run: (outputs, picture or None, checkpoint, "translations") for
+    the first --num held-out source images of --direction, in file order."""
+    from loops.config import UserError
+    if args.label >= 0 or args.no_ema or args.seed:
+        raise UserError("--class, --no-ema and --seed are for train_gan.py runs; this is a train_translate.py run")
+    trainer, _, path = load_run(args.run_dir, args.checkpoint)
+    direction = args.direction or "AtoB"
+    if direction not in trainer.DIRECTIONS:
+        raise UserError(f"--direction {direction}: this {trainer.cfg.model} run translates {', '.join(trainer.DIRECTIONS)}")
+    inputs, _ = trainer.test_images(direction)
+    if args.num > len(inputs):
+        raise UserError(f"--num {args.num}: the held-out source images are {len(inputs)}")
+    out = in_chunks(lambda x: trainer.translate(direction, x), inputs[:args.num])
+    picture = trainer.picture_of(direction, inputs[:min(args.num, 64)]) if args.out.lower().endswith(".png") else None
+    trainer.run.close()
+    return out, picture, path, "translations"
+
+
 EVALUATION = Evaluation()
+GENERATION = generate

@@ -85,12 +85,17 @@ def test_sampling_a_run_that_is_not_a_gan_run_is_one_line(tmp_path):
     run = tmp_path / "regression"
     run_script("train_regression.py", "--run-dir", run, "--steps", 3)
     proc = run_script("generate.py", run, "--num", 4, "--out", tmp_path / "x.npy", check=False)
-    assert proc.returncode == 2 and error_lines(proc) == [
-        f"error: {run / 'checkpoints' / 'step_00000003.ckpt'} is not a checkpoint of a train_gan.py run "
-        "(it is of regression): nothing to sample"]
+    assert proc.returncode == 2 and error_lines(proc) == [  # generate.py asks the recipe that made the run
+        f"error: {run}: recipe 'regression' defines no generation: generate.py samples train_gan.py and "
+        "train_translate.py runs"]
     gan = tmp_path / "gan"  # a GAN run's evaluation pointed at another script's checkpoint
     gan.mkdir()
     (gan / "config.json").write_text(json.dumps({"z_dim": 2, "dataset": "ring8", "recipe": "gan.trainer"}))
-    proc = run_script("-m", "metrics", gan, "--checkpoint", run / "checkpoints" / "step_00000003.ckpt", check=False)
+    regression_ckpt = run / "checkpoints" / "step_00000003.ckpt"
+    proc = run_script("-m", "metrics", gan, "--checkpoint", regression_ckpt, check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: {regression_ckpt} is not a checkpoint of a train_gan.py run (it is of regression): nothing to sample"]
+    proc = run_script("generate.py", gan, "--num", 4, "--out", tmp_path / "x.npy", "--checkpoint", regression_ckpt,
+                      check=False)
     assert proc.returncode == 2 and "is not a checkpoint of a train_gan.py run" in error_lines(proc)[0]
     assert not (tmp_path / "x.npy").exists()
