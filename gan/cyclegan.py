@@ -28,7 +28,7 @@ from gan.translation import Translator, build_nets, check_task, eval_function, r
     translation_config
 from gan.translation_metrics import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py)
 from loops import distributed
-from loops.config import opt
+from loops.config import UserError, opt
 from loops.driver import Phase
 from loops.learner import Learner, all_state
 from loops.step import maybe_jit
@@ -100,6 +100,9 @@ class CycleGAN(Translator):
     def __init__(self, cfg, run, source):
         super().__init__(cfg, run, source)
         a, b = source.shape_a[0], source.shape_b[0]
+        if cfg.lambda_identity > 0 and source.shape_a != source.shape_b:  # G_A(b) needs b to look like an A
+            raise UserError(f"--lambda-identity needs domains of one shape; A is {source.shape_a}, B is "
+                            f"{source.shape_b}: pass --lambda-identity 0")
         g_a, d_a = build_nets(cfg, a, b, b, source.shape_a[1])  # G_A: A -> B, D_A judges domain B
         g_b, d_b = build_nets(cfg, b, a, a, source.shape_b[1])  # G_B: B -> A, D_B judges domain A
         gens, discs = Pair(g_a, g_b, ("g_a", "g_b")), Pair(d_a, d_b, ("d_a", "d_b"))
@@ -119,7 +122,6 @@ class CycleGAN(Translator):
         G_A, G_B, D_A, D_B = self.g.net.g_a, self.g.net.g_b, self.d.net.d_a, self.d.net.d_b
         _, g_loss = reference_gan_loss(self.cfg.loss)
         lam_a, lam_b, idt = self.cfg.lambda_a, self.cfg.lambda_b, self.cfg.lambda_identity
-        same_shape = self.source.shape_a == self.source.shape_b  # identity needs G_A(b) to be defined
 
         def forward(a, b):
             fake_b, fake_a = G_A(a), G_B(b)
@@ -128,7 +130,7 @@ class CycleGAN(Translator):
             cycle_b = lam_b * ops.mean(ops.abs(G_A(fake_a) - b))
             loss = gan + cycle_a + cycle_b
             identity = ops.zeros((), a.dtype)
-            if idt > 0 and same_shape:
+            if idt > 0:  # checked in __init__: the domains share their shape
                 identity = idt * (lam_b * ops.mean(ops.abs(G_A(b) - b)) + lam_a * ops.mean(ops.abs(G_B(a) - a)))
                 loss = loss + identity
             return loss, gan, cycle_a, cycle_b, identity, ops.stop_gradient(fake_b), ops.stop_gradient(fake_a)

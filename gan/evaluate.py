@@ -11,7 +11,6 @@ every number was made (feature networks, sample counts, real split, seed; metric
 paper: 50000 generated vs the full training set (all images the dataset has), as Mimicry and
 StudioGAN; --num N overrides the generated count of either.
 """
-import json
 import os
 import sys
 from types import SimpleNamespace
@@ -79,8 +78,7 @@ class Evaluation:
                                    inception=inception, protocol=protocol)
         metrics = evaluator(samples, labels)
         metrics["protocol"] = evaluator.protocol
-        out_path = os.path.join(run_dir, "metrics.json")
-        existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
+        existing = rundir.read_metrics(run_dir)
         existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(gen.path), ema=not args.no_ema)
         rundir.write_metrics(run_dir, existing)
         shown = {k: v for k, v in metrics.items() if not isinstance(v, list)}

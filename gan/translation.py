@@ -18,7 +18,7 @@ from loops.config import RunConfig, UserError, opt
 from loops.driver import Hook
 from loops.learner import model_flags, settings
 from loops.optim import OPTIMIZERS
-from loops.step import maybe_jit
+from loops.step import jit_enabled, maybe_jit
 from data.translate import TASKS
 from models.translate import DISCRIMINATORS, GENERATORS, make_translation_nets
 
@@ -66,6 +66,8 @@ class TranslationConfig(RunConfig):
         return config.get("model") == self.model
 
     def validate(self):
+        own = type(self).__dataclass_fields__["model"].default  # this Config is that recipe's
+        self.check(self.model == own, f"--model {self.model}: this config is {own}'s (train_translate.py picks it)")
         if not self.task and not self.data_dir:
             self.task = self.TASK
         if self.decay_steps == -1:
@@ -90,7 +92,7 @@ def translation_config(name, models, lr=2e-4, **defaults):
     shared = TranslationConfig.__dataclass_fields__
     from gan import TRANSLATORS
     fields = {key: opt(value, shared[key].metadata["help"], shared[key].metadata["choices"],
-                       shared[key].metadata["auto"]) for key, value in defaults.items()}
+                       True if shared[key].metadata["auto"] else None) for key, value in defaults.items()}
     fields["model"] = opt(name, shared["model"].metadata["help"], sorted(TRANSLATORS))
     namespace = {"__annotations__": {k: shared[k].type for k in fields}, "__module__": __name__, **fields}
     return dataclass(type(f"{name.capitalize()}Base", (base,), namespace))
@@ -221,7 +223,8 @@ def reference_gan_loss(name):
     scaled (vanilla: D = (BCE(real, 1) + BCE(fake, 0)) / 2 is d_ns / 2; lsgan: G = MSE(fake, 1) is 2 g_lsgan)."""
     from gan.losses import LOSSES
     d_loss, g_loss = LOSSES[name]
-    d_scale, g_scale = {"ns": (0.5, 1.0), "minimax": (0.5, 1.0), "lsgan": (1.0, 2.0)}.get(name, (1.0, 1.0))
+    d_scale, g_scale = {"ns": (0.5, 1.0), "minimax": (0.5, 1.0), "lsgan": (1.0, 2.0),
+                        "wgan": (0.5, 1.0)}.get(name, (0.5, 1.0))  # the reference halves every D loss
 
     def d_scaled(real, fake):
         return d_scale * d_loss(real, fake)
@@ -244,15 +247,16 @@ class EvalFunction:
         self.fn = maybe_jit(forward)
 
     def __call__(self, x):
-        if self.ready:
+        if self.ready and jit_enabled():  # compiled in eval mode already
             return self.fn(x)
-        training = self.net.training
+        training = self.net.training  # the first compile, or every call of an eager (pynative) run
         self.net.set_train(False)
         try:
-            return self.fn(x)
+            out = self.fn(x)
+            self.ready = True
+            return out
         finally:
             self.net.set_train(training)
-            self.ready = True
 
 
 eval_function = EvalFunction

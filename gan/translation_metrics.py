@@ -116,6 +116,7 @@ def load_run(run_dir, checkpoint_path=""):
     fields = recipe.Config.__dataclass_fields__
     cfg = recipe.Config(**{k: v for k, v in meta["config"].items() if k in fields})
     cfg.run_dir, cfg.resume, cfg.no_progress = run_dir, False, True
+    cfg.distributed, cfg.device = False, ""  # read back in one process, on the best device here
     run = Run(cfg, convolutions=True, recipe=recipe.__name__)
     trainer = recipe.TRAINER(cfg, run, make_source(cfg))
     checkpoint.load_into(path, trainer.state)
@@ -132,7 +133,6 @@ class Evaluation:
                                                                "--eval-images)")
 
     def __call__(self, run_dir, args):
-        import json
         import os
 
         from loops import rundir
@@ -140,11 +140,12 @@ class Evaluation:
         if args.num < 0:
             raise UserError(f"--num must be >= 0 (0: the run's --eval-images), got {args.num}")
         trainer, meta, path = load_run(run_dir, args.checkpoint)
-        evaluator = TranslationEvaluator(trainer.source, args.num or trainer.cfg.eval_images, trainer.cfg.seed)
+        import sys
+        evaluator = TranslationEvaluator(trainer.source, args.num or trainer.cfg.eval_images, trainer.cfg.seed,
+                                         log=lambda m: print(m, file=sys.stderr))  # stdout is the JSON
         metrics = evaluator(trainer)
         metrics["protocol"] = evaluator.protocol
-        out_path = os.path.join(run_dir, "metrics.json")
-        existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
+        existing = rundir.read_metrics(run_dir)
         existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(path))
         rundir.write_metrics(run_dir, existing)
         trainer.run.close()

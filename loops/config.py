@@ -197,7 +197,9 @@ def _auto_text(f):
 
 
 def parser_from_spec(spec):
-    parser = CommandLineParser(description=spec["description"], argument_default=argparse.SUPPRESS,
+    # allow_abbrev=False: `--alg sac` must not pass for `--algo sac` here while the recipe pre-parser
+    # (choose_recipe) does not expand it: one spelling per flag, on both
+    parser = CommandLineParser(description=spec["description"], argument_default=argparse.SUPPRESS, allow_abbrev=False,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
     for title, flags in spec["sections"]:
         group = parser.add_argument_group(title)
@@ -343,7 +345,7 @@ def choose_recipe(argv, flag, registry, default):
     if name is None and known.config:
         values = read_preset_values(known.config)
         name = values.get(flag.replace("-", "_"), default)
-        if name not in registry:
+        if not isinstance(name, str) or name not in registry:
             raise UserError(f"--config {known.config}: {flag} must be one of {sorted(registry)}, got {name!r}")
     return name or default
 

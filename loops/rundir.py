@@ -85,5 +85,24 @@ def write_config(cfg, extra=None):
     write_json(os.path.join(cfg.run_dir, "config.json"), {**cfg.to_dict(), **(extra or {})})
 
 
+def read_metrics(run_dir):
+    """RUN_DIR/metrics.json as a dict to update; {} (with a warning) when it is missing or unreadable:
+    an evaluation then writes a fresh one rather than failing on a damaged file."""
+    path = os.path.join(run_dir, "metrics.json")
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path) as f:
+            metrics = json.load(f)
+        if isinstance(metrics, dict):
+            return metrics
+    except (OSError, ValueError):
+        pass
+    import sys
+    print(f"warning: {path} is unreadable or not a JSON object; it is rewritten with this evaluation",
+          file=sys.stderr, flush=True)
+    return {}
+
+
 def write_metrics(run_dir, metrics):
     write_json(os.path.join(run_dir, "metrics.json"), metrics)

@@ -4,7 +4,6 @@ The agent is rebuilt from the config stored in the checkpoint, its Parameters lo
 deterministic policy (argmax / mean) run for N episodes on environments seeded as train_rl.py's own
 final evaluation (so the same checkpoint gives the same returns); one more episode is drawn as a plot
 (episode.png) and, with --gif, rendered as an animated GIF (episode.gif, needs pygame)."""
-import json
 import os
 import sys
 
@@ -30,7 +29,7 @@ def load_agent(run_dir, checkpoint_path=""):
     recipe = algorithm(name)
     fields = recipe.Config.__dataclass_fields__
     cfg = recipe.Config(**{k: v for k, v in meta["config"].items() if k in fields})
-    cfg.run_dir, cfg.resume, cfg.no_progress = run_dir, False, True
+    cfg.run_dir, cfg.resume, cfg.no_progress, cfg.device = run_dir, False, True, ""  # the best device here
     agent = recipe.AGENT(cfg, Run(cfg))
     checkpoint.load_into(path, agent.state())
     return agent, meta, path
@@ -69,8 +68,7 @@ def evaluate_run(run_dir, checkpoint_path="", episodes=0, gif=False):
         save_gif(os.path.join(run_dir, "episode.gif"), episode["frames"])
     metrics = {"eval_return_mean": float(np.mean(returns)), "eval_return_std": float(np.std(returns)),
                "eval_episodes": len(returns), "step": meta["step"], "checkpoint": os.path.basename(path)}
-    out_path = os.path.join(run_dir, "metrics.json")
-    existing = json.load(open(out_path)) if os.path.isfile(out_path) else {}
+    existing = rundir.read_metrics(run_dir)
     existing.update(metrics)
     rundir.write_metrics(run_dir, existing)
     agent.envs.close()

@@ -30,6 +30,14 @@ def test_presets_that_python_cannot_hold_are_one_line(tmp_path, text, message):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_preset_naming_a_recipe_by_a_non_string_is_one_line(tmp_path):
+    from loops.config import choose_recipe
+    preset = tmp_path / "preset.json"
+    preset.write_text(json.dumps({"algo": ["sac"]}))
+    with pytest.raises(UserError, match=r"algo must be one of \['ppo', 'sac'\], got \['sac'\]"):
+        choose_recipe(["--config", str(preset)], "algo", {"ppo": "", "sac": ""}, "ppo")
+
+
 def test_a_preset_is_a_small_regular_file(tmp_path):
     with pytest.raises(UserError, match="not a regular file"):
         parse_config(regression_config(), ["--config", "/dev/zero"], "")  # read forever before

@@ -144,6 +144,7 @@ def test_continuous_actions_train(tmp_path):
     (["--algo", "sacc"], f"invalid choice: 'sacc' (choose from {', '.join(map(repr, sorted(ALGORITHMS)))}); "
                          "did you mean 'sac'?"),
     (["--num-envs", "0"], "--num-envs must be > 0, got 0"),  # 0 is not "auto"
+    (["--alg", "sac"], "unrecognized arguments: --alg sac; did you mean --algo?"),  # no abbreviations: no recipe mix-up
     (["--env", ""], "--env : "),
     (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),
     (["--algo", "sac", "--learning-starts", "300", "--buffer-size", "200"], "must not exceed --buffer-size"),

@@ -132,6 +132,19 @@ def test_image_pool_follows_the_reference_and_resumes():
     assert ImagePool(0, (1, 2, 2), "p").query(fakes, rng) is fakes  # size 0: D sees the newest fakes
 
 
+def test_identity_loss_needs_domains_of_one_shape(graph_mode, tmp_path):
+    from data.translate import TranslationSource
+    from gan import translator
+    from loops.config import UserError, parse_config
+    from loops.run import Run
+    recipe = translator("cyclegan")
+    cfg = parse_config(recipe.Config, ["--run-dir", str(tmp_path / "run"), "--data-dir", str(tmp_path)], "")
+    grey, rgb = np.zeros((4, 1, 8, 8), np.uint8), np.zeros((4, 3, 8, 8), np.uint8)
+    source = TranslationSource("folder", grey, rgb, grey, rgb, 2, 0, paired=False)
+    with pytest.raises(UserError, match=r"--lambda-identity needs domains of one shape; A is \(1, 8, 8\), B is \(3"):
+        recipe.TRAINER(cfg, Run(cfg, convolutions=True), source)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--model", "pix2pix", "--task", "sneaker2boot"], "--task sneaker2boot is unpaired; --model pix2pix takes paired"),
     (["--model", "cyclegan", "--task", "edges2fashion"], "is paired; --model cyclegan takes unpaired data"),
