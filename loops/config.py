@@ -29,6 +29,11 @@ class WriteFailure(Exception):
     read-only): one `error: ...` line, exit status 4. Earlier files are left intact."""
 
 
+class NothingToDo(Exception):
+    """The command asks for nothing that is not done already (e.g. --resume of a finished run to its
+    own --steps): one `note: ...` line, exit status 0, no file touched."""
+
+
 EXIT_STATUS = {UserError: 2, RunFailure: 3, WriteFailure: 4}
 
 
@@ -362,6 +367,9 @@ def run_cli(main, argv=None):
     debris = not os.path.exists(MINDSPORE_DEBRIS)
     try:
         code = main(argv)
+    except NothingToDo as e:
+        print(f"note: {e}")
+        code = 0
     except tuple(EXIT_STATUS) as e:
         if "--debug" in argv:
             traceback.print_exc()

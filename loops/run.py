@@ -20,7 +20,7 @@ import shlex
 import sys
 
 from loops import checkpoint, distributed, rundir, runtime
-from loops.config import UserError, WriteFailure
+from loops.config import NothingToDo, UserError, WriteFailure
 from loops.files import free_bytes, human
 from loops.driver import train
 from loops.logging import RunLogger
@@ -71,8 +71,15 @@ class Run:
             print(f"warning: resuming from {path} (step {meta['step']}), the newest intact checkpoint",
                   file=sys.stderr, flush=True)
         self.resume_from = path
+        step = meta["step"]
+        if step > self.cfg.steps:  # training on would rewrite the record of the longer run as a shorter one
+            raise UserError(f"--resume: {path} is at step {step}, beyond --steps {self.cfg.steps}; pass --steps "
+                            f"above {step} to train on (the run is left as it is)")
+        if step == self.cfg.steps:
+            raise NothingToDo(f"{self.cfg.run_dir} is already trained to step {step} (--steps {self.cfg.steps}): "
+                              "nothing to do; its files are left as they are")
         self.rng.bit_generator.state = meta["rng"]
-        self.start = meta["step"]
+        self.start = step
         return meta
 
     def begin(self, state, meta=dict, learners=()):

@@ -16,8 +16,8 @@ def make_envs(env_id, num_envs, seed):
     try:
         envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
                             vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
-    except gym.error.Error as e:
-        raise UserError(f"--env {env_id}: {str(e).splitlines()[0]}")
+    except (gym.error.Error, ImportError) as e:  # ImportError: gymnasium's "module:Env-v0" form
+        raise UserError(f"--env {env_id}: {(str(e).splitlines() or [type(e).__name__])[0]}")
     obs_space = envs.single_observation_space
     if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
         envs.close()

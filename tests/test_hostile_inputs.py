@@ -107,3 +107,45 @@ def test_sampling_a_run_that_is_not_a_gan_run_is_one_line(tmp_path):
                       check=False)
     assert proc.returncode == 2 and "is not a checkpoint of a train_gan.py run" in error_lines(proc)[0]
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_resume_never_rewrites_the_record_of_a_longer_run(tmp_path):
+    run = tmp_path / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 6)
+    files = {name: (run / name).read_bytes() for name in ("config.json", "metrics.json")}
+    checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir())
+    shorter = run_script("train_regression.py", "--run-dir", run, "--steps", 3, "--resume", check=False)
+    assert shorter.returncode == 2 and error_lines(shorter) == [
+        f"error: --resume: {run / 'checkpoints' / 'step_00000006.ckpt'} is at step 6, beyond --steps 3; pass "
+        "--steps above 6 to train on (the run is left as it is)"]
+    same = run_script("train_regression.py", "--run-dir", run, "--steps", 6, "--resume")
+    assert same.stdout.strip() == (f"note: {run} is already trained to step 6 (--steps 6): nothing to do; its files "
+                                   "are left as they are")
+    assert {name: (run / name).read_bytes() for name in files} == files
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == checkpoints
+
+
+@pytest.mark.parametrize("goal", ["fid<=1.2.3", "fid<=.", "fid<=", "<=3"])
+def test_malformed_sweep_goals_are_one_line(goal):
+    from tools.sweep import parse_goal
+    with pytest.raises(UserError, match="expected KEY>=VALUE"):
+        parse_goal(goal)
+
+
+@pytest.mark.parametrize("record", [[], {"script": "train_gan.py"}, {"script": "x.py", "flags": 5, "runs": []},
+                                    {"script": "x.py", "flags": [], "runs": [{"seed": 0}]}])
+def test_a_damaged_sweep_record_is_one_line(tmp_path, record):
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps(record))
+    proc = run_script("-m", "tools.sweep", "--seeds", 1, "--out", out, "--", "train_regression.py", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: {out / 'sweep.json'} is not a sweep record (a JSON object with script, flags and runs); "
+        "choose another --out"]
+
+
+def test_an_environment_module_that_does_not_import_is_one_line(tmp_path):
+    proc = run_script("train_rl.py", "--env", "nonexistent_mod:Foo-v0", "--run-dir", tmp_path / "run", check=False)
+    assert proc.returncode == 2 and error_lines(proc)[0].startswith(
+        "error: --env nonexistent_mod:Foo-v0: No module named 'nonexistent_mod'")
+    assert len(error_lines(proc)) == 1 and not (tmp_path / "run").exists()

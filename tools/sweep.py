@@ -29,7 +29,7 @@ import sys
 import time
 
 SKIPPED_KEYS = ("step", "steps", "seed")  # bookkeeping, not results
-GOAL = re.compile(r"^\s*([A-Za-z_][\w/]*)\s*(>=|<=|==|>|<)\s*(-?[\d.]+(?:e-?\d+)?)\s*$")
+GOAL = re.compile(r"^\s*([A-Za-z_][\w/]*)\s*(>=|<=|==|>|<)\s*(-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*$")
 COMPARE = {">=": float.__ge__, "<=": float.__le__, ">": float.__gt__, "<": float.__lt__, "==": float.__eq__}
 
 
@@ -59,6 +59,15 @@ def seed_text(seeds):
             parts.append(str(first) if first == last else f"{first}-{last}")
             start = i
     return ", ".join(parts)
+
+
+def well_formed(record):
+    """A sweep.json this tool wrote: script, flags (a list of strings) and runs (objects with seed, status)."""
+    return (isinstance(record, dict) and isinstance(record.get("script"), str)
+            and isinstance(record.get("flags"), list) and all(isinstance(f, str) for f in record["flags"])
+            and isinstance(record.get("runs", []), list)
+            and all(isinstance(r, dict) and isinstance(r.get("seed"), int) and "status" in r
+                    for r in record.get("runs", [])))
 
 
 def parse_goal(text):
@@ -238,6 +247,9 @@ def main(argv):
                 old = json.load(f)
         except (OSError, ValueError) as e:
             raise UserError(f"{sweep_path} is unreadable ({e}); choose another --out")
+        if not well_formed(old):
+            raise UserError(f"{sweep_path} is not a sweep record (a JSON object with script, flags and runs); "
+                            "choose another --out")
         if [old.get("script"), old.get("flags")] != [script, flags]:
             raise UserError(f"{out} holds a sweep of another command ({shlex.join([old.get('script', '?'), *old.get('flags', [])])}); "
                             "choose another --out")
