@@ -202,7 +202,7 @@ def _auto_text(f):
 
 
 def parser_from_spec(spec):
-    # allow_abbrev=False: `--alg sac` must not pass for `--algo sac` here while the recipe pre-parser
+    # allow_abbrev=False: an abbreviated recipe flag must not pass here while the recipe pre-parser
     # (choose_recipe) does not expand it: one spelling per flag, on both
     parser = CommandLineParser(description=spec["description"], argument_default=argparse.SUPPRESS, allow_abbrev=False,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # keep the docstring's lines
