@@ -189,6 +189,7 @@ def truncated_jpeg(path):
 
 
 def test_malformed_folders_are_one_line(tmp_path):
+    messages = []  # one UserError line per malformed layout, each naming its file or folder
     def unpaired(name, **kw):
         root = tmp_path / name
         write_unpaired_folder(root, **kw)
@@ -198,45 +199,47 @@ def test_malformed_folders_are_one_line(tmp_path):
     for f in os.listdir(root / "testB"):
         os.remove(root / "testB" / f)
     os.rmdir(root / "testB")
-    one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "testB"), "missing folder")
+    messages.append(one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "testB"), "missing folder"))
 
     root = unpaired("empty")
     for f in os.listdir(root / "testA"):
         os.remove(root / "testA" / f)
-    one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "testA"), "no .png")
+    messages.append(one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "testA"), "no .png"))
 
     root = unpaired("unreadable")
     bad_png(str(root / "trainB" / "999.png"))
-    one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "trainB" / "999.png"),
-                   "not a readable image")
+    messages.append(one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "trainB" / "999.png"),
+                   "not a readable image"))
 
     root = unpaired("undecodable")
     truncated_jpeg(str(root / "trainA" / "999.jpg"))
-    one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "trainA" / "999.jpg"),
-                   "not a readable image")
+    messages.append(one_line_error(lambda: folder_source(str(root), 6, 2, 0, False), str(root / "trainA" / "999.jpg"),
+                   "not a readable image"))
 
     root = unpaired("few", n=(3, 14, 2, 2))
-    one_line_error(lambda: folder_source(str(root), 6, 4, 0, False), str(root / "trainA"), "fewer than --batch-size 4")
+    messages.append(one_line_error(lambda: folder_source(str(root), 6, 4, 0, False), str(root / "trainA"), "fewer than --batch-size 4"))
 
     root = tmp_path / "paired"
     write_paired_folder(root)
-    one_line_error(lambda: folder_source(str(root), 8, 13, 0, True), str(root / "train"), "fewer than --batch-size 13")
+    messages.append(one_line_error(lambda: folder_source(str(root), 8, 13, 0, True), str(root / "train"), "fewer than --batch-size 13"))
     save_png(str(root / "train" / "odd.png"), np.zeros((8, 15, 3), np.uint8))
-    one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "train" / "odd.png"), "odd")
+    messages.append(one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "train" / "odd.png"), "odd"))
     os.remove(root / "train" / "odd.png")
     save_png(str(root / "test" / "wide.png"), np.zeros((8, 24, 3), np.uint8))
-    one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "test" / "wide.png"),
-                   "not twice its height")
+    messages.append(one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "test" / "wide.png"),
+                   "not twice its height"))
 
     root = tmp_path / "no_test"
     write_paired_folder(root, test_name="other")
-    one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "test"), "missing folder")
-    one_line_error(lambda: folder_source(str(tmp_path / "nowhere"), 8, 2, 0, True), "is not a directory")
-    one_line_error(lambda: folder_source("", 8, 2, 0, False), "needs --data-dir")
-    one_line_error(lambda: folder_source(str(tmp_path / "paired"), 8, 2, 0, False), "trainA", "missing folder")
+    messages.append(one_line_error(lambda: folder_source(str(root), 8, 2, 0, True), str(root / "test"), "missing folder"))
+    messages.append(one_line_error(lambda: folder_source(str(tmp_path / "nowhere"), 8, 2, 0, True), "is not a directory"))
+    messages.append(one_line_error(lambda: folder_source("", 8, 2, 0, False), "needs --data-dir"))
+    messages.append(one_line_error(lambda: folder_source(str(tmp_path / "paired"), 8, 2, 0, False), "trainA", "missing folder"))
 
 
 # ---------------------------------------------------------------- built-in tasks (Fashion-MNIST format)
+    assert len(messages) == 12 and len(set(messages)) == 12  # 12 distinct one-line refusals
+
 
 @pytest.fixture
 def fashion(tmp_path):
