@@ -122,6 +122,34 @@ class Agent:
                                self.cfg.seed + 10_000 if seed is None else seed)
 
 
+class ReplayAgent(Agent):
+    """An off-policy agent: `self.buffer` (rl/replay.py), filled by `step_and_store`, saved in every
+    checkpoint (its Parameters via state(), its cursor in the host state)."""
+
+    def step_and_store(self, action, stored_action=None):
+        """One vector step with `action`; stores (obs, stored_action or action, reward, next_obs,
+        terminated). A time limit is not terminal: `terminated` alone ends the bootstrap, and next_obs
+        is the episode's final observation (not the next episode's first) wherever one ended."""
+        obs, reward, terminated, truncated, info = self.step_envs(action)
+        next_obs = obs.copy()
+        for i in np.flatnonzero(terminated | truncated):
+            next_obs[i] = info["final_obs"][i]
+        self.buffer.add(obs=self.obs, actions=action if stored_action is None else stored_action, rewards=reward,
+                        next_obs=next_obs, terminated=terminated.astype(np.float32))
+        self.obs = obs
+
+    def host_state(self):
+        return {**super().host_state(), "replay": self.buffer.state()}
+
+    def load_host_state(self, meta):
+        super().load_host_state(meta)
+        if meta:
+            self.buffer.load_from_parameters(meta["replay"])
+
+    def before_save(self):
+        self.buffer.sync_to_parameters()
+
+
 def evaluate_policy(env_id, act, episodes, seed):
     envs, obs = make_envs(env_id, 1, seed)
     returns = []

@@ -62,7 +62,7 @@ from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
-from rl.agent import Agent
+from rl.agent import ReplayAgent
 from rl.config import algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.replay import ReplayBuffer
@@ -121,7 +121,7 @@ def epsilon_at(env_steps, cfg):
     return cfg.start_e + min(1.0, env_steps / duration) * (cfg.end_e - cfg.start_e)
 
 
-class DQN(Agent):
+class DQN(ReplayAgent):
     ACTIONS = ("discrete",)
     PROGRESS_TAGS = ("charts/episodic_return", "losses/td_loss")
 
@@ -204,13 +204,7 @@ class DQN(Agent):
         action = self.rng.integers(0, self.n_actions, n).astype(np.int32)  # drawn every step: a fixed RNG stream
         if not explore.all():
             action = np.where(explore, action, self.host_greedy(self.obs))
-        obs, reward, terminated, truncated, info = self.step_envs(action)
-        next_obs = obs.copy()
-        for i in np.flatnonzero(terminated | truncated):  # the episode's last observation, not the next one's first
-            next_obs[i] = info["final_obs"][i]
-        self.buffer.add(obs=self.obs, actions=action.reshape(-1, 1).astype(np.float32), rewards=reward,
-                        next_obs=next_obs, terminated=terminated.astype(np.float32))
-        self.obs = obs
+        self.step_and_store(action, stored_action=action.reshape(-1, 1).astype(np.float32))
 
     def draw_q(self, step):
         cfg = self.cfg
@@ -237,17 +231,6 @@ class DQN(Agent):
     def state(self):
         """Every Parameter a checkpoint holds: Q's (weights, optimizer), the target's, the replay buffer's."""
         return all_state(self.q, self.target) + self.buffer.parameters()
-
-    def host_state(self):
-        return {**super().host_state(), "replay": self.buffer.state()}
-
-    def load_host_state(self, meta):
-        super().load_host_state(meta)
-        if meta:
-            self.buffer.load_from_parameters(meta["replay"])
-
-    def before_save(self):
-        self.buffer.sync_to_parameters()
 
 
 AGENT = DQN

@@ -28,7 +28,7 @@ from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
-from rl.agent import Agent
+from rl.agent import ReplayAgent
 from rl.config import algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.replay import ReplayBuffer
@@ -119,7 +119,7 @@ class LogAlpha(nn.Cell):
         self.value = Parameter(Tensor(np.zeros(1, np.float32)), name="log_alpha")
 
 
-class SAC(Agent):
+class SAC(ReplayAgent):
     ACTIONS = ("continuous",)
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
@@ -227,13 +227,7 @@ class SAC(Agent):
         else:
             action = self.policy(Tensor.from_numpy(self.obs), Tensor.from_numpy(self.noise(self.cfg.num_envs))).asnumpy()
         action = np.clip(action, *self.bounds)  # tanh may overshoot by 1e-5: store what the env ran
-        obs, reward, terminated, truncated, info = self.step_envs(action)
-        next_obs = obs.copy()
-        for i in np.flatnonzero(terminated | truncated):  # the episode's last observation, not the next one's first
-            next_obs[i] = info["final_obs"][i]
-        self.buffer.add(obs=self.obs, actions=action, rewards=reward, next_obs=next_obs,
-                        terminated=terminated.astype(np.float32))
-        self.obs = obs
+        self.step_and_store(action)
 
     def draw_critic(self, step):
         while self.buffer.size < self.cfg.learning_starts:
@@ -267,17 +261,6 @@ class SAC(Agent):
         """Every Parameter a checkpoint holds: the three Learners', the targets', the replay buffer's."""
         learners = [m for m in (self.actor, self.critic, self.alpha) if m is not None]
         return all_state(*learners, self.target) + self.buffer.parameters()
-
-    def host_state(self):
-        return {**super().host_state(), "replay": self.buffer.state()}
-
-    def load_host_state(self, meta):
-        super().load_host_state(meta)
-        if meta:
-            self.buffer.load_from_parameters(meta["replay"])
-
-    def before_save(self):
-        self.buffer.sync_to_parameters()
 
 
 AGENT = SAC

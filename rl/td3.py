@@ -43,7 +43,7 @@ from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
-from rl.agent import Agent
+from rl.agent import ReplayAgent
 from rl.config import algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.replay import ReplayBuffer
@@ -117,7 +117,7 @@ class QNetwork(nn.Cell):
         return self.q(ops.concat((obs, action), -1)).reshape(-1)
 
 
-class DeterministicAgent(Agent):
+class DeterministicAgent(ReplayAgent):
     """What TD3 and DDPG share: a deterministic actor, a critic, their Polyak targets, a replay buffer,
     Gaussian exploration, and two phases: the critic's step every iteration, then every
     `policy_delay` iterations the actor's step and both targets' update in one compiled call.
@@ -195,13 +195,7 @@ class DeterministicAgent(Agent):
             action = action + (self.cfg.exploration_noise * self.half_range
                                * self.rng.standard_normal(rows, dtype=np.float32)).astype(np.float32)
         action = np.clip(action, low, high)
-        obs, reward, terminated, truncated, info = self.step_envs(action)
-        next_obs = obs.copy()
-        for i in np.flatnonzero(terminated | truncated):  # the episode's last observation, not the next one's first
-            next_obs[i] = info["final_obs"][i]
-        self.buffer.add(obs=self.obs, actions=action, rewards=reward, next_obs=next_obs,
-                        terminated=terminated.astype(np.float32))
-        self.obs = obs
+        self.step_and_store(action)
 
     def draw_critic(self, step):
         while self.buffer.size < self.cfg.learning_starts:
@@ -229,17 +223,6 @@ class DeterministicAgent(Agent):
     def state(self):
         """Every Parameter a checkpoint holds: the Learners', the targets', the replay buffer's."""
         return all_state(self.actor, self.critic, self.actor_target, self.critic_target) + self.buffer.parameters()
-
-    def host_state(self):
-        return {**super().host_state(), "replay": self.buffer.state()}
-
-    def load_host_state(self, meta):
-        super().load_host_state(meta)
-        if meta:
-            self.buffer.load_from_parameters(meta["replay"])
-
-    def before_save(self):
-        self.buffer.sync_to_parameters()
 
 
 class TD3(DeterministicAgent):
