@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 
 import mindspore as ms
@@ -112,8 +113,12 @@ def read(path):
     """(params dict, meta dict) of a checkpoint file; CorruptCheckpoint (a UserError) if it is
     damaged or not one of ours. A file without a checksum (older code) loads unverified, with a
     one-line note on stderr (once per file and process)."""
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise UserError(f"checkpoint {path} does not exist")
+    if not os.path.isfile(path):  # a directory, FIFO, device or dangling link in its place: damage, so a
+        kind = ("a dangling link" if not os.path.exists(path) else "a directory" if os.path.isdir(path)
+                else "a FIFO" if stat.S_ISFIFO(os.stat(path).st_mode) else "not a regular file")
+        raise CorruptCheckpoint(f"checkpoint {path} is {kind}, not a checkpoint file")  # resume falls back
     try:
         with quiet_mindspore_log():  # its own ERROR line would duplicate ours
             data = ms.load_checkpoint(path, crc_check=True)

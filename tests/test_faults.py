@@ -208,3 +208,31 @@ def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_leaves_no_partial_fil
     shutil.copytree(run, disk.parent / "copy")  # and it resumes elsewhere
     run_script("train_gan.py", "--dataset", "ring8", "--steps", 60, "--steps-per-call", 10, "--resume",
                "--run-dir", disk.parent / "copy")
+
+
+@pytest.fixture(scope="module")
+def ten_step_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("ten") / "run"
+    run_script("train_regression.py", "--run-dir", run, "--steps", 10, "--ckpt-every", 5)
+    return run
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "link to /dev/zero"])
+def test_a_latest_checkpoint_that_is_no_file_is_damage_and_resume_falls_back(tmp_path, ten_step_run, kind, capsys):
+    """A directory, FIFO or device link where the latest checkpoint should be used to read as "does not
+    exist" (exit 2) or, for the FIFO, to block: it is damage like a corrupt file, so resume uses the one
+    before, and the odd entry is left where it is."""
+    run = tmp_path / "run"
+    shutil.copytree(ten_step_run, run)
+    latest = run / "checkpoints" / "step_00000010.ckpt"
+    latest.chmod(0o600)
+    latest.unlink()
+    {"directory": latest.mkdir, "FIFO": lambda: os.mkfifo(latest),
+     "link to /dev/zero": lambda: latest.symlink_to("/dev/zero")}[kind]()
+    status, lines = run_in_process(["--run-dir", run, "--resume", "--steps", 15], capsys)
+    assert status == 0, lines
+    warnings = [l for l in lines if l.startswith("warning:")]
+    name = "a FIFO" if kind == "FIFO" else "a directory" if kind == "directory" else "not a regular file"
+    assert f"step_00000010.ckpt is {name}, not a checkpoint file; trying the one before" in warnings[0], lines
+    assert "step_00000005.ckpt (step 5)" in warnings[1]
+    assert (run / "checkpoints" / "step_00000015.ckpt").is_file() and os.path.lexists(latest)
