@@ -161,3 +161,19 @@ def test_a_seed_resumes_only_from_a_complete_checkpoint(tmp_path):
     assert (first["status"], first["resumed"], "--resume" in calls[0]) == (0, False, False)
     assert (second["status"], second["resumed"], "--resume" in calls[1]) == (0, True, True)
     assert first["metrics"]["score"] == 2.0 and first["metrics"]["wall_s"] == first["seconds"]
+
+
+def test_a_goal_on_a_metric_the_runs_do_not_write_is_an_error_with_did_you_mean(tmp_path):
+    """A mistyped --goal key used to be dropped without a row or a word; now the first finished run
+    shows it: one error line naming the close key, exit 2, and the finished seed kept for the rerun."""
+    fake = tmp_path / "fake_train.py"
+    fake.write_text(FAKE_TRAINER)
+    out = tmp_path / "sw"
+    base = [sys.executable, "-m", "metrics.sweep", "--seeds", "1-2", "--out", str(out)]
+    proc = subprocess.run(base + ["--goal", "scroe>=1", "--", str(fake)], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--goal scroe>=1" in proc.stderr and "did you mean 'score'?" in proc.stderr
+    assert not (out / "s2").exists()  # stopped after the first finished seed
+    fixed = subprocess.run(base + ["--goal", "score>=1", "--", str(fake)], cwd=ROOT, capture_output=True, text=True)
+    assert fixed.returncode == 0 and "seed 1: kept" in fixed.stdout, fixed.stderr
+    assert json.load(open(out / "sweep.json"))["summary"]["score"]["goals"] == [{"goal": "score>=1", "met": 2}]

@@ -96,6 +96,19 @@ def numeric_metrics(metrics):
             and k not in SKIPPED_KEYS and not k.startswith("params_")}
 
 
+def check_goal_keys(goals, metrics):
+    """A goal on a metric the runs do not write is a typo: refuse it (with did-you-mean), not drop it."""
+    import difflib
+    from loops.config import UserError
+    keys = sorted(numeric_metrics(metrics))
+    for key, op, x in goals:
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(f"--goal {key}{op}{x:g}: the runs' metrics.json has no numeric {key!r} ({hint}"
+                            f"it has {', '.join(keys)}); the finished seeds are kept: fix --goal and run again")
+
+
 def summarize(runs, goals):
     """{key: {n, mean, std, min, max, [max_over_min], [goal, met]}} over the runs that finished."""
     done = [r for r in runs if r["status"] == 0]
@@ -281,6 +294,8 @@ def main(argv):
             sweep["runs"].append(record)
             sweep["summary"] = summarize(sweep["runs"], goals)
             write_json(sweep_path, sweep)
+            if record["status"] == 0:
+                check_goal_keys(goals, record["metrics"])
     except KeyboardInterrupt:
         print(f"stopped; run the same command with --out {out} to continue", file=sys.stderr)
         return 130
