@@ -72,6 +72,9 @@ class RunConfig:
     RUNTIME_KEYS = ("run_dir", "steps", "mode", "device", "log_every", "ckpt_every", "keep_ckpts",
                     "resume", "force", "config", "dry_run", "no_progress", "debug", "steps_per_call",
                     "sample_every", "eval_every", "eval_samples")
+    # fields the saved state is shaped by (environments, buffers, data): a resume cannot change them,
+    # not even with --force, so it is refused before anything is read into the run or written
+    FIXED_ON_RESUME = ()
 
     def check(self, cond, message):
         if not cond:

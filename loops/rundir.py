@@ -63,6 +63,12 @@ def check_resume_config(cfg, meta, recipe=""):
     saved = {k: f.default for k, f in fields.items()} | {k: v for k, v in meta.get("config", {}).items() if k in fields}
     now = cfg.model_dict()
     differ = sorted(k for k in now if saved.get(k) != now.get(k))
+    fixed = [k for k in differ if k in cfg.FIXED_ON_RESUME]
+    if fixed:  # --force cannot help: the saved state does not fit another value
+        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in fixed)
+        as_started = " ".join(w for k in fixed if (w := flag_words(k, saved[k], fields[k].default)))
+        raise UserError(f"--resume: {detail} cannot change on resume (the checkpoint's state is shaped by it), "
+                        f"not even with --force" + (f"; resume with {as_started}" if as_started else ""))
     if differ and not cfg.force:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
         # e.g. a default that changed since the run started: these flags continue it as it was

@@ -25,6 +25,8 @@ SHARED = ("algo", "env", "num_envs", "total_steps", "steps", "hidden", "gamma", 
 class RLConfig(RunConfig):
     """Flags of every algorithm; each algorithm's Config sets its own defaults."""
     RUNTIME_KEYS = RunConfig.RUNTIME_KEYS + ("total_steps", "eval_episodes")
+    # the environments' saved state, the networks' shapes and the replay buffer's rows depend on these
+    FIXED_ON_RESUME = ("env", "num_envs", "hidden", "buffer_size")
     HELP_GROUPS = {"algorithm and environment": SHARED}
     algo: str = opt("ppo", "algorithm (each has its own flags: train_rl.py --algo NAME --help)", sorted(ALGORITHMS))
     env: str = opt("CartPole-v1", "gymnasium environment id (a Box observation space)", auto=True)
@@ -50,8 +52,28 @@ class RLConfig(RunConfig):
         self.check_positive("num_envs", "total_steps", "hidden", "eval_episodes", "gamma", "log_every")
         self.check(0 < self.gamma <= 1, f"--gamma must be in (0, 1], got {self.gamma}")
         if self.steps == 0:
-            self.steps = max(1, self.iterations())
+            self.steps = self.iterations()
+            self.check(self.steps >= 1, f"--total-steps {self.total_steps} is less than one {self.algo} iteration, which "
+                                        f"takes {self.least_total_steps()} environment steps with these flags "
+                                        f"(train_rl.py --algo {self.algo} --help); pass at least that, or --steps N")
         super().validate()
+
+    def least_total_steps(self):
+        """The smallest --total-steps that gives one whole iteration (iterations() grows with it)."""
+        asked, low, high = self.total_steps, self.total_steps, max(1, self.total_steps)
+        try:
+            while self._iterations_at(high) < 1:
+                high *= 2
+            while low < high:
+                mid = (low + high) // 2
+                low, high = (low, mid) if self._iterations_at(mid) >= 1 else (mid + 1, high)
+        finally:
+            self.total_steps = asked
+        return high
+
+    def _iterations_at(self, total_steps):
+        self.total_steps = total_steps
+        return self.iterations()
 
 
 def algorithm_config(name, models, lr=1e-3, **defaults):

@@ -149,3 +149,27 @@ def test_an_environment_module_that_does_not_import_is_one_line(tmp_path):
     assert proc.returncode == 2 and error_lines(proc)[0].startswith(
         "error: --env nonexistent_mod:Foo-v0: No module named 'nonexistent_mod'")
     assert len(error_lines(proc)) == 1 and not (tmp_path / "run").exists()
+
+
+def test_force_cannot_resume_with_a_state_shaped_by_another_value(tmp_path):
+    """`--resume --force --num-envs 4` on an 8-env run used to rewrite config.json, then die with a
+    shape traceback: the environments' saved state fits 8. Keys the state is shaped by are refused
+    before anything is written, even with --force; --force still accepts what can continue."""
+    run = tmp_path / "run"
+    tiny = ["--num-steps", 8, "--update-epochs", 1, "--eval-episodes", 1]
+    started = {"--num-envs": 2, "--hidden": 8, "--env": "CartPole-v1"}
+    run_script("train_rl.py", "--run-dir", run, *tiny, *[w for kv in started.items() for w in kv], "--steps", 1)
+    def files():  # every file of the run but the lock, which holds the pid of whoever locked it last
+        return {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
+    before = files()
+    for flag, value, words in (("--num-envs", 4, "num_envs: 2 -> 4"), ("--hidden", 16, "hidden: 8 -> 16"),
+                               ("--env", "Acrobot-v1", "env: 'CartPole-v1' -> 'Acrobot-v1'")):
+        argv = [w for kv in {**started, flag: value}.items() for w in kv]
+        proc = run_script("train_rl.py", "--run-dir", run, *tiny, *argv, "--steps", 2, "--resume", "--force", check=False)
+        assert proc.returncode == 2 and error_lines(proc) == [
+            f"error: --resume: {words} cannot change on resume (the checkpoint's state is shaped by it), not even "
+            f"with --force; resume with {flag} {started[flag]}"], proc.stderr
+    assert files() == before
+    argv = [w for kv in started.items() for w in kv]  # a changed clip range can continue: --force accepts it
+    run_script("train_rl.py", "--run-dir", run, *tiny, *argv, "--clip-coef", 0.1, "--steps", 2, "--resume", "--force")
+    assert json.loads((run / "config.json").read_text())["clip_coef"] == 0.1
