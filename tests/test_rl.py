@@ -150,6 +150,9 @@ def test_continuous_actions_train(tmp_path):
     (["--algo", "sac", "--learning-starts", "300", "--buffer-size", "200"], "must not exceed --buffer-size"),
     (["--algo", "sac", "--alpha", "0.2", "--lr-alpha", "0.1"], "--lr-alpha needs a learned temperature"),
     (["--num-minibatches", "3"], "must divide --num-envs x --num-steps"),
+    # less than one rollout used to run a whole 256-step one without a word
+    (["--total-steps", "10"], "--total-steps 10 is less than one ppo iteration, which takes 256 environment steps"),
+    (["--total-steps", "10", "--num-envs", "2", "--num-steps", "7"], "takes 14 environment steps"),
 ])
 def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, args, message):
     proc = run_script("train_rl.py", "--run-dir", tmp_path / "run", *args, check=False)
