@@ -185,7 +185,7 @@ def main(argv):
             os.makedirs(os.path.join(cfg.run_dir, "samples"), exist_ok=True)
         code = run.train(gan.phases(), hooks=gan.hooks(), save=gan.save,
                          stop_on_nonfinite=not any(settings(cfg, m)["skip_nonfinite"] for m in cfg.MODELS))
-        results = gan.final_results() if code == 0 else None
+        results, code = run.evaluate(code, gan.final_results)
         run.finish(results)
         if results is not None and distributed.is_main():
             print(summary_line(cfg, results, getattr(source, "centers", None)))

@@ -55,7 +55,7 @@ def main(argv):
         skip = any(settings(cfg, m)["skip_nonfinite"] for m in cfg.MODELS)  # else a NaN loss stops the run
         code = run.train(agent.phases(), hooks=[Hook(cfg.log_every, agent.log_hook)], save=save, fuse=True,
                          stop_on_nonfinite=not skip)
-        results = agent.results(cfg.eval_episodes) if code == 0 else None
+        results, code = run.evaluate(code, lambda: agent.results(cfg.eval_episodes))
         run.finish(results)
         agent.envs.close()
     if results:

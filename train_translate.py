@@ -47,7 +47,7 @@ def main(argv):
         run.begin(trainer.state, meta=trainer.host_state, learners=trainer.learners())
         skip = any(settings(cfg, m)["skip_nonfinite"] for m in cfg.MODELS)  # else a NaN loss stops the run
         code = run.train(trainer.phases(), hooks=trainer.hooks(), save=trainer.save, stop_on_nonfinite=not skip)
-        results = trainer.final_results() if code == 0 else None
+        results, code = run.evaluate(code, trainer.final_results)
         run.finish(results)
     if results is not None and distributed.is_main():
         shown = {k: round(v, 4) for k, v in results.items() if isinstance(v, float)}

@@ -125,6 +125,31 @@ class Hook:
     run: Callable  # step -> None (called after `step` iterations are done)
 
 
+class Interrupted(BaseException):
+    """SIGINT/SIGTERM during work that has no safe point to stop at but its end (an evaluation).
+    A BaseException: no `except Exception` in library code swallows it."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class InterruptOnSignal:
+    """While active, SIGINT/SIGTERM raise Interrupted (between Python bytecodes: after the compiled
+    call that is running)."""
+
+    def __enter__(self):
+        self.previous = {sig: signal.signal(sig, self.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def handle(self, signum, frame):
+        raise Interrupted(signum)
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
 class StopRequest:
     """Turns SIGINT/SIGTERM into a flag the loop checks between calls."""
 
@@ -384,5 +409,6 @@ def train(phases, *, start_step, steps, log_every, logger, save, ckpt_every=0, h
                 return last, 128 + stopping
             if crossed(prev, step, ckpt_every) and step != steps:
                 save(step, final=False)
-    save(steps, final=True)
-    return last, 0
+        save(steps, final=True)  # still under StopRequest: a signal now lets this save finish
+    # a signal during the last call's hooks (an end-of-run evaluation, say) or the last save stops the run
+    return last, 0 if stop.signum is None else 128 + stop.signum

@@ -22,7 +22,7 @@ import sys
 from loops import checkpoint, distributed, rundir, runtime
 from loops.config import NothingToDo, UserError, WriteFailure
 from loops.files import free_bytes, human
-from loops.driver import train
+from loops.driver import Interrupted, InterruptOnSignal, train
 from loops.logging import RunLogger
 
 
@@ -145,9 +145,34 @@ class Run:
         if code and distributed.is_main():  # stopped by a signal, after saving
             path = checkpoint.latest(cfg.run_dir)
             step = checkpoint.PATTERN.search(path).group(1).lstrip("0") or "0" if path else "?"
-            self.logger.note(f"stopped at step {step} (signal {code - 128}), checkpoint saved: {path}; "
-                             f"resume with: {resume_command(cfg.run_dir)}")
+            if step == str(cfg.steps):  # during the last iteration's hooks: training is done, not its evaluation
+                self.stopped_evaluating(code - 128)
+            else:
+                self.logger.note(f"stopped at step {step} (signal {code - 128}), checkpoint saved: {path}; "
+                                 f"resume with: {resume_command(cfg.run_dir)}")
         return code
+
+    def evaluate(self, code, evaluate):
+        """(results, code): `evaluate()` after training that finished (code 0), else (None, code).
+        SIGINT/SIGTERM stop the evaluation as they stop training: the checkpoint is already saved, one
+        line says how to evaluate it, exit status 128 + N, no metrics.json written."""
+        if code != 0:
+            return None, code
+        try:
+            with InterruptOnSignal():
+                if self.logger is not None:
+                    self.logger.note("evaluating the trained model...")
+                return evaluate(), 0
+        except Interrupted as e:
+            if distributed.is_main():
+                self.stopped_evaluating(e.signum)
+            return None, 128 + e.signum
+
+    def stopped_evaluating(self, signum):
+        path = checkpoint.latest(self.cfg.run_dir)
+        self.logger.note(f"stopped during the final evaluation (signal {signum}); training is done and its "
+                         f"checkpoint saved: {path}; evaluate it with: "
+                         f"{shlex.join(['python', '-m', 'metrics', self.cfg.run_dir])}")
 
     def write_metrics(self, metrics):
         """metrics.json (rank 0). WriteFailure if it cannot be written."""

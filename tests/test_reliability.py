@@ -236,3 +236,44 @@ def test_checkpoint_of_another_architecture_names_the_parameter(tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert "parameter 'g.net.0.weight' has shape (16, 16), the model wants (32, 16)" in lines[0]
     assert (run / "checkpoints" / "step_00000003.ckpt").read_bytes() == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_last_iterations_hooks_still_stops_the_run(sig):
+    """A signal while the final step's hooks run (an end-of-run evaluation) used to be dropped (exit
+    0): the last checkpoint is still saved, and the run exits 128 + N like one stopped mid-training."""
+    from loops.driver import Hook
+    phase = Phase("fit", lambda step: (), lambda: None, ())
+    phase.run = lambda step: {}
+    saved, evaluated = [], []
+
+    def evaluate(step):
+        evaluated.append(step)
+        if step == 6:
+            os.kill(os.getpid(), sig)
+    _, code = train([phase], start_step=0, steps=6, log_every=10, logger=QuietLogger(),
+                    save=lambda step, final: saved.append((step, final)), ckpt_every=0, hooks=[Hook(3, evaluate)])
+    assert (code, saved, evaluated) == (128 + sig, [(6, True)], [3, 6])
+
+
+def test_sigterm_during_the_final_rl_evaluation_stops_it_with_the_line_that_says_how_to_evaluate(tmp_path):
+    """Training done and saved, then SIGTERM while the end-of-run evaluation runs: no traceback, no
+    metrics.json, exit 143, and one line naming the checkpoint and `python -m metrics RUN`."""
+    run = tmp_path / "rl"
+    proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(run), "--steps", "1", "--num-envs", "1",
+                             "--num-steps", "8", "--update-epochs", "1", "--hidden", "8", "--eval-episodes", "1000000",
+                             "--no-progress"], cwd=ROOT, env=loops.child_env(GLOG_v="3"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:  # wait on observed progress: the evaluation has begun
+        lines.append(line)
+        if line.startswith("evaluating the trained model"):
+            proc.send_signal(signal.SIGTERM)
+            break
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
+    last = (lines + out.splitlines())[-1].strip()
+    ckpt = run / "checkpoints" / "step_00000001.ckpt"
+    assert last == (f"stopped during the final evaluation (signal 15); training is done and its checkpoint saved: "
+                    f"{ckpt}; evaluate it with: python -m metrics {run}"), last
+    assert ckpt.is_file() and not (run / "metrics.json").exists()
