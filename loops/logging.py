@@ -138,6 +138,15 @@ class RunLogger:
             self.progress_line(step)
         return floats
 
+    def points(self, series):
+        """{tag: [(x, value), ...]}: scalars at x-values of the caller's own (e.g. environment steps
+        rather than iterations); not shown on the progress line."""
+        if self.enabled:
+            for tag, values in series.items():
+                for x, value in values:
+                    self.writer.add(scalar(tag, float(value)), int(x))
+            self.writer.flush()
+
     def image(self, tag, step, hwc_uint8):
         if self.enabled:
             self.writer.add(image(tag, np.ascontiguousarray(hwc_uint8), dataformats="HWC"), step)

@@ -21,7 +21,7 @@ KEEP_EPISODES = 100  # finished episodes kept in checkpoints (the metrics use th
 
 
 class Agent:
-    PROGRESS_TAGS = ("charts/episodic_return", "losses/actor")  # shown on the progress line
+    PROGRESS_TAGS = ("charts/episodic_return_mean20", "losses/actor")  # shown on the progress line
     ACTIONS = ("discrete", "continuous")  # the action spaces the algorithm takes (Discrete, Box)
 
     def __init__(self, cfg, run):
@@ -31,6 +31,7 @@ class Agent:
         self.check_action_space()
         self.obs_dim = self.obs.shape[1]
         self.episodes, self.env_steps = [], 0
+        self.unlogged = []  # (env step, return, length) of episodes finished since the last log line
         self.tick, self.tick_env_steps = time.perf_counter(), 0
 
     def check_action_space(self):
@@ -49,8 +50,10 @@ class Agent:
     def step_envs(self, env_action):
         """One vector step; records finished episodes. Returns (obs, reward, terminated, truncated, info)."""
         obs, reward, terminated, truncated, info = self.envs.step(env_action)
-        self.episodes += finished_episodes(info)
+        done = finished_episodes(info)
         self.env_steps += self.cfg.num_envs
+        self.episodes += done
+        self.unlogged += [(self.env_steps, r, l) for r, l in done]  # CleanRL's x: the global env step
         return obs.astype(np.float32), reward.astype(np.float32), terminated, truncated, info
 
     def scheduled_lr(self, name, step):
@@ -64,7 +67,9 @@ class Agent:
         return tuple(v for v in vars(self).values() if isinstance(v, Learner))
 
     def before_save(self):
-        """Copy host data into Parameters before a checkpoint is written (default: nothing)."""
+        """Before a checkpoint is written: the episodes finished since the last log line go to
+        TensorBoard (the run may end here); subclasses copy host data into Parameters too."""
+        self.log_episodes()
 
     # ---- checkpoint meta: JSON, restored after the Parameters ----
     def host_state(self):
@@ -87,15 +92,24 @@ class Agent:
 
     # ---- logging, CleanRL's tags ----
     def log_hook(self, step):
+        """At driver iteration `step`: speed and the mean of the last 20 episodes (x: iterations);
+        every episode finished since the last call (x: environment steps, as CleanRL logs them)."""
         now = time.perf_counter()
         values = {"charts/SPS": (self.env_steps - self.tick_env_steps) / max(now - self.tick, 1e-9),
                   "charts/env_steps": self.env_steps}
         recent = self.episodes[-20:]
         if recent:
-            values["charts/episodic_return"] = float(np.mean([r for r, _ in recent]))
-            values["charts/episodic_length"] = float(np.mean([l for _, l in recent]))
+            values["charts/episodic_return_mean20"] = float(np.mean([r for r, _ in recent]))
+            values["charts/episodic_length_mean20"] = float(np.mean([l for _, l in recent]))
         self.tick, self.tick_env_steps = now, self.env_steps
         self.run.logger.scalars(step, values)
+        self.log_episodes()
+
+    def log_episodes(self):
+        if self.unlogged:
+            self.run.logger.points({"charts/episodic_return": [(x, r) for x, r, _ in self.unlogged],
+                                    "charts/episodic_length": [(x, l) for x, _, l in self.unlogged]})
+            self.unlogged = []
 
     def results(self, episodes):
         """metrics.json at the end of a run: the deterministic policy's returns over `episodes`
@@ -147,6 +161,7 @@ class ReplayAgent(Agent):
             self.buffer.load_from_parameters(meta["replay"])
 
     def before_save(self):
+        super().before_save()
         self.buffer.sync_to_parameters()
 
 

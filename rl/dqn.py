@@ -123,7 +123,7 @@ def epsilon_at(env_steps, cfg):
 
 class DQN(ReplayAgent):
     ACTIONS = ("discrete",)
-    PROGRESS_TAGS = ("charts/episodic_return", "losses/td_loss")
+    PROGRESS_TAGS = ("charts/episodic_return_mean20", "losses/td_loss")
 
     def __init__(self, cfg, run):
         super().__init__(cfg, run)

@@ -125,7 +125,7 @@ class DeterministicAgent(ReplayAgent):
     smoothing_noise (whether the critic step takes host noise) and policy_delay()."""
     NAME = ""
     ACTIONS = ("continuous",)
-    PROGRESS_TAGS = ("charts/episodic_return", "losses/actor_loss")
+    PROGRESS_TAGS = ("charts/episodic_return_mean20", "losses/actor_loss")
     smoothing_noise = False
 
     def __init__(self, cfg, run):

@@ -104,9 +104,19 @@ def test_ppo_learns_cartpole_far_above_a_random_policy(tmp_path):
     # a random policy averages ~22 on CartPole-v1; 20k steps of PPO gave 309 here (seed 0)
     assert m["eval_return_mean"] > 100 and m["train_return_last20"] > 60, m
     assert m["env_steps"] == 20000 // 256 * 256 and m["eval_episodes"] == 10
-    tags = set(scalar_tags(run).Tags()["scalars"])
-    assert {"charts/episodic_return", "charts/SPS", "losses/actor", "losses/critic", "losses/approx_kl",
-            "losses/clipfrac", "losses/entropy", "grad_norm/actor", "grad_norm/critic"} <= tags
+    events = scalar_tags(run)
+    tags = set(events.Tags()["scalars"])
+    assert {"charts/episodic_return", "charts/episodic_return_mean20", "charts/SPS", "losses/actor", "losses/critic",
+            "losses/approx_kl", "losses/clipfrac", "losses/entropy", "grad_norm/actor", "grad_norm/critic"} <= tags
+    # every finished episode at its environment step, as CleanRL logs them: on CartPole (reward 1 per
+    # step) a return equals its length, the x-values are vector steps of 8 environments, and the
+    # episodes add up to no more than the steps taken
+    returns, lengths = events.Scalars("charts/episodic_return"), events.Scalars("charts/episodic_length")
+    assert [(e.step, e.value) for e in returns] == [(e.step, e.value) for e in lengths]
+    steps = [e.step for e in returns]
+    assert steps == sorted(steps) and all(x % 8 == 0 for x in steps) and 0 < steps[-1] <= m["env_steps"]
+    assert len(returns) > 20000 // 500 and sum(e.value for e in returns) <= m["env_steps"]
+    assert m["train_return_last20"] == pytest.approx(np.mean([e.value for e in returns[-20:]]), rel=1e-6)
 
 
 @pytest.mark.slow
