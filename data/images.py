@@ -257,8 +257,24 @@ def load(dataset, data_dir, size):
         raise _decode_error(data_dir, e)
 
 
+def held_out(dataset, data_dir, size):
+    """The images no run trains on, (N, C, size, size) uint8, for metrics against unseen data: the
+    test split (t10k-*) of an MNIST-format directory that has one; None otherwise."""
+    if dataset not in ("mnist", "fashion-mnist"):
+        return None
+    names = IDX_FILES["test"]
+    if not all(os.path.isfile(os.path.join(data_dir, n)) or os.path.isfile(os.path.join(data_dir, n + ".gz"))
+               for n in names):
+        return None
+    try:
+        return _idx_arrays(read_idx(data_dir, "test")[0], size)
+    except (RuntimeError, ValueError, OSError) as e:
+        raise _decode_error(data_dir, e)
+
+
 def image_source(cfg):
-    """The ArraySource of cfg.dataset, read from cfg.data_dir or else default_data_dir(cfg.dataset)."""
+    """The ArraySource of cfg.dataset, read from cfg.data_dir or else default_data_dir(cfg.dataset);
+    its `held_out` images (the test split, or None) are for evaluation only."""
     size = cfg.image_size or NATIVE_SIZE[cfg.dataset]
     data_dir = cfg.data_dir or default_data_dir(cfg.dataset)
     images, labels, num_classes = load(cfg.dataset, data_dir, size)
@@ -266,4 +282,6 @@ def image_source(cfg):
         images = images[:, :3]
     if len(images) < cfg.batch_size:
         raise UserError(f"{data_dir} holds {len(images)} images, fewer than --batch-size {cfg.batch_size}")
-    return ArraySource(images, labels, cfg.batch_size, cfg.seed, num_classes)
+    source = ArraySource(images, labels, cfg.batch_size, cfg.seed, num_classes)
+    source.held_out = held_out(cfg.dataset, data_dir, size)
+    return source

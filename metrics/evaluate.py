@@ -18,7 +18,7 @@ n, so a run's FID reads against it, not against 0.
 """
 import numpy as np
 
-from metrics.classifier import VERSION, FeatureExtractor, load_or_train, to_float
+from metrics.classifier import FeatureExtractor, load_or_train, to_float
 from metrics.image import class_coverage, class_score, fid, inception_score, kid, prdc, softmax64
 from metrics.protocol import PROTOCOLS
 from metrics.toy import mode_stats
@@ -26,6 +26,9 @@ from metrics.toy import mode_stats
 IS_SPLITS = 10  # Salimans et al. 2016 and every reimplementation since
 PRDC_MAX = 10000  # PRDC on at most this many real and generated samples (Naeem et al. 2020 use 10k)
 KID_SUBSETS, KID_SUBSET_SIZE, PRDC_K = 20, 200, 5  # metrics/image.py's defaults, stated in the protocol
+# k-NN precision / recall in pixel space (k = 5) of this many generated images against as many
+# held-out real ones (a dataset's test split): a check that needs no trained network at all
+PIXEL_N = 1000
 
 
 def class_accuracy(predicted, asked, num_classes):
@@ -74,6 +77,7 @@ class ImageEvaluator:
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
         net, self.accuracy = load_or_train(source.images, source.labels, source.num_classes, log=log)
+        self.classifier_version = net.version
         self.extract = FeatureExtractor(net)
         self.name, self.seed, self.num_classes = protocol, seed, source.num_classes
         total = len(source.images)
@@ -93,6 +97,13 @@ class ImageEvaluator:
             inception_features = inception(real)
             self.real_inception = inception_features[:self.n_real]
             self.fid_inception_reference = self._reference(inception_features)
+        self.pixel_real, self.pixel_reference = None, {}
+        held = getattr(source, "held_out", None)
+        if held is not None and len(held) > PRDC_K:
+            pick = np.random.default_rng([seed, 11]).permutation(len(held))[:PIXEL_N]
+            self.pixel_real = flat_pixels(held[pick])
+            train_pixels = flat_pixels(source.images[perm[:len(pick)]])  # real training images: the ceiling
+            self.pixel_reference = pixel_scores(self.pixel_real, train_pixels, "_reference")
         self.protocol = None
 
     def _reference(self, features):
@@ -121,6 +132,9 @@ class ImageEvaluator:
             out["is_inception"], out["is_inception_std"] = inception_score(softmax64(logits), is_splits)
         if labels is not None:
             out.update(class_accuracy(probs.argmax(1), labels, probs.shape[1]))
+        if self.pixel_real is not None and len(samples) > PRDC_K:
+            out.update(pixel_scores(self.pixel_real, flat_pixels(samples[:PIXEL_N])))
+            out.update(self.pixel_reference)
         self.protocol = self.describe(len(samples), is_splits, labels is not None)
         return out
 
@@ -132,13 +146,17 @@ class ImageEvaluator:
             "name": self.name, "description": PROTOCOLS[self.name], "seed": self.seed,
             "generated": generated, "real": self.n_real, "real_split": "train",
             "fid_reference_n": self.reference_n,
-            "classifier": {"network": f"this project's classifier (metrics/classifier.py v{VERSION}), 128-d "
+            "classifier": {"network": f"this project's classifier (metrics/classifier.py v{self.classifier_version}), 128-d "
                                       "penultimate features and its softmax",
                            "test_accuracy": self.accuracy, "classes": self.num_classes,
                            "scores": classifier_scores, "class_score_splits": 1},
             "kid": {"subsets": KID_SUBSETS, "subset_size": min(KID_SUBSET_SIZE, self.n_real, generated)},
             "prdc": {"k": PRDC_K, "real": min(self.n_real, PRDC_MAX), "generated": min(generated, PRDC_MAX)},
         }
+        if self.pixel_real is not None:
+            protocol["pixel"] = {"k": PRDC_K, "real": len(self.pixel_real), "real_split": "test",
+                                 "generated": min(generated, PIXEL_N), "space": "pixels in [-1, 1]",
+                                 "reference": "the same number of training images in place of the generated ones"}
         if self.inception:
             protocol["inception"] = {
                 "network": "InceptionV3 (mindcv inception_v3), pool3 2048-d features; IS: softmax over its "
@@ -147,6 +165,17 @@ class ImageEvaluator:
                 "scores": ["fid_inception", "fid_inception_reference", "is_inception", "is_inception_std"]}
             protocol["is_splits"] = is_splits
         return protocol
+
+
+def flat_pixels(images):
+    """(N, C, H, W) uint8 or float in [-1, 1] -> (N, C*H*W) float64 in [-1, 1]."""
+    return to_float(np.asarray(images)).reshape(len(images), -1).astype(np.float64)
+
+
+def pixel_scores(real, generated, suffix=""):
+    """pixel_precision / pixel_recall: k-NN manifolds (Kynkaanniemi et al. 2019) of flattened pixels."""
+    scores = prdc(real, generated, PRDC_K)
+    return {f"pixel_precision{suffix}": scores["precision"], f"pixel_recall{suffix}": scores["recall"]}
 
 
 def make_evaluator(source, n, seed, log=print, inception=None, protocol="quick"):

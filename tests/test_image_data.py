@@ -204,6 +204,7 @@ def truncate(path):
 @pytest.mark.slow
 def test_mnist_format_run_trains_and_evaluates(tmp_path, monkeypatch):
     write_idx(tmp_path / "mnist", n=400)
+    write_idx(tmp_path / "mnist", n=150, seed=1, split="test", gzip=True)  # a held-out split, as distributed
     run = tmp_path / "run"
     run_script("train_gan.py", "--run-dir", run, "--dataset", "mnist", "--data-dir", tmp_path / "mnist",
                "--width", 8, "--z-dim", 8, "--batch-size", 32, "--steps", 20, "--eval-samples", 200,
@@ -213,3 +214,9 @@ def test_mnist_format_run_trains_and_evaluates(tmp_path, monkeypatch):
             "class_kl", "classifier_accuracy"} <= set(m)
     assert m["classifier_accuracy"] > 0.9  # the bars are easy: the feature extractor really learned
     assert (run / "samples").is_dir()
+    # pixel-space k-NN precision / recall against the test split; real training images, drawn from the
+    # same patterns, score near 1 there; 20 steps of a width-8 G are far from them
+    assert m["pixel_precision_reference"] > 0.8 and m["pixel_recall_reference"] > 0.8, m
+    assert m["pixel_precision"] < m["pixel_precision_reference"] and 0 <= m["pixel_recall"] <= 1
+    pixel = json.loads((run / "metrics.json").read_text())["protocol"]["pixel"]
+    assert (pixel["real"], pixel["generated"], pixel["k"], pixel["real_split"]) == (150, 200, 5, "test")

@@ -1,9 +1,12 @@
 """Metrics against slow numpy references, and sanity on real data: real vs held-out real is close,
 noise is far, a one-class generator is flagged; the real-vs-real FID reference and the protocol."""
+import os
+
 import numpy as np
 import pytest
 from scipy import linalg
 
+from conftest import run_script
 from metrics.image import class_coverage, class_score, fid, inception_score, kid, prdc, softmax64
 from metrics.toy import mode_stats
 
@@ -234,9 +237,9 @@ def test_digits_use_the_shipped_reference_classifier(tmp_path, monkeypatch, grap
     from metrics import classifier
     monkeypatch.setenv("GANLAB_CACHE", str(tmp_path / "empty"))
     source = digits(64, 0)
-    key = classifier.data_key(source.images, source.labels)
+    key = classifier.data_key(source.images, source.labels, version=1)
     shipped = os.path.join(classifier.REFERENCE_DIR, f"classifier-{key}.ckpt")
-    assert os.path.isfile(shipped)  # the reference's key is the digits' data key: it is reachable
+    assert os.path.isfile(shipped)  # the reference's key is the digits' (version-1) data key: it is reachable
     reference = ms.load_checkpoint(shipped)
     net, accuracy = classifier.load_or_train(source.images, source.labels, 10,
                                              log=lambda m: pytest.fail(f"trained instead of loading: {m}"))
@@ -244,7 +247,7 @@ def test_digits_use_the_shipped_reference_classifier(tmp_path, monkeypatch, grap
     assert names and set(names) <= set(reference)
     for p in net.get_parameters():  # every weight from the file: no random initial value is left
         np.testing.assert_array_equal(p.asnumpy(), reference[p.name].asnumpy(), err_msg=p.name)
-    assert accuracy > 0.95
+    assert accuracy > 0.95 and net.version == 1  # the classifier the documented numbers were measured on
     assert not (tmp_path / "empty").exists()  # nothing was cached: nothing was trained
 
 
@@ -260,6 +263,66 @@ def test_a_corrupt_cached_classifier_is_trained_again_and_replaced(tmp_path, mon
     said = []
     net, accuracy = classifier.load_or_train(images, labels, 10, log=said.append)
     assert "corrupt" in said[0] and "not used" in said[0] and "training the metrics classifier" in said[1], said
+    assert [l.split(",")[0].strip() for l in said if "step " in l] == [  # progress while it trains
+        f"metrics classifier: step {k}/600" for k in range(100, 601, 100)]
+    assert said[-1].strip() == f"metrics classifier: held-out accuracy {accuracy:.3f}"
     assert path.read_bytes() != b"not a checkpoint"  # replaced by the newly trained classifier ...
     reloaded, again = classifier.load_or_train(images, labels, 10, log=lambda m: pytest.fail(m))
     assert again == accuracy  # ... which is read back without training
+
+
+def test_classifier_initial_weights_follow_its_seed_not_the_processs_random_state(graph_mode):
+    """Version 1 drew the classifier's first weights from MindSpore's global random state, so two
+    machines could train two classifiers from the same data; version 2 seeds them itself."""
+    import mindspore as ms
+    from metrics import classifier
+    nets = []
+    for global_seed, seed in ((1, 0), (2, 0), (1, 5)):
+        ms.set_seed(global_seed)
+        net = classifier.Classifier((1, 8, 8), 10)
+        classifier.seed_weights(net, seed)
+        nets.append([p.asnumpy() for p in net.get_parameters()])
+    assert all(np.array_equal(a, b) for a, b in zip(nets[0], nets[1]))  # another global seed: the same net
+    assert all(not np.array_equal(a, b) for a, b in zip(nets[0], nets[2]))  # another seed of its own: another
+    first = nets[0][0]  # conv 1 -> 32, 3x3: fan-in 9
+    assert np.abs(first).max() <= 1 / 3 and np.abs(first).max() > 0.3 and abs(first.mean()) < 0.05
+    assert classifier.data_key(np.zeros((2, 1, 8, 8), np.uint8), np.zeros(2, np.uint8)) != classifier.data_key(
+        np.zeros((2, 1, 8, 8), np.uint8), np.zeros(2, np.uint8), version=1)  # a version-1 cache is not reused
+
+
+def test_pixel_scores_are_knn_precision_and_recall_of_flattened_images():
+    """An exact copy of the held-out images scores 1 / 1; images from elsewhere in pixel space 0 / 0;
+    a generator that makes one of the real images over and over: precision 1, recall near 0."""
+    from metrics.evaluate import flat_pixels, pixel_scores
+    rng = np.random.default_rng(0)
+    real = rng.integers(0, 256, (60, 1, 6, 6)).astype(np.uint8)
+    as_float = real.astype(np.float32) / 127.5 - 1
+    assert flat_pixels(real).shape == (60, 36) and np.allclose(flat_pixels(real), flat_pixels(as_float))
+    assert pixel_scores(flat_pixels(real), flat_pixels(as_float)) == {"pixel_precision": 1.0, "pixel_recall": 1.0}
+    far = np.full((60, 1, 6, 6), 5.0, np.float32)  # outside [-1, 1]: no real ball reaches it
+    assert pixel_scores(flat_pixels(real), flat_pixels(far), "_x") == {"pixel_precision_x": 0.0, "pixel_recall_x": 0.0}
+    collapsed = np.repeat(as_float[:1], 60, axis=0)
+    scores = pixel_scores(flat_pixels(real), flat_pixels(collapsed))
+    assert scores["pixel_precision"] == 1.0 and scores["pixel_recall"] <= 1 / 60
+
+
+def test_reference_classifier_tool_writes_what_load_or_train_then_reads(tmp_path, monkeypatch, graph_mode):
+    """tools/reference_classifier.py on an MNIST-format directory with a test split: one line with both
+    accuracies, and a file under the data key that load_or_train reads (as version 2) before any cache."""
+    from data.images import load
+    from fixtures import write_idx
+    from metrics import classifier
+    write_idx(tmp_path / "data", n=200, size=8)
+    write_idx(tmp_path / "data", n=50, size=8, seed=1, split="test", gzip=True)
+    proc = run_script("-m", "tools.reference_classifier", "--dataset", "mnist", "--data-dir", tmp_path / "data",
+                      "--image-size", 8, "--out", tmp_path / "ref")
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("mnist: held-out accuracy ") and "test-split accuracy" in last and "(50 images)" in last
+    assert "metrics classifier: step 600/600" in proc.stdout  # its progress
+    images, labels, classes = load("mnist", str(tmp_path / "data"), 8)
+    name = f"classifier-{classifier.data_key(images, labels)}.ckpt"
+    assert os.listdir(tmp_path / "ref") == [name] and last.endswith(str(tmp_path / "ref" / name))
+    monkeypatch.setattr(classifier, "REFERENCE_DIR", str(tmp_path / "ref"))
+    monkeypatch.setenv("GANLAB_CACHE", str(tmp_path / "cache"))
+    net, accuracy = classifier.load_or_train(images, labels, classes, log=lambda m: pytest.fail(m))
+    assert net.version == 2 and f"held-out accuracy {accuracy:.4f}" in last
