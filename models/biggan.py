@@ -16,6 +16,13 @@ Spectral norm on every conv, dense and D embedding of both nets (not on G's shar
 weights orthogonally initialised, biases zero: as StudioGAN (apply_g_sn, apply_d_sn, g_init/d_init
 "ortho"). Parameter counts equal StudioGAN's (tests/test_biggan.py).
 
+One difference, in eval mode only (sampling, the EMA generator, evaluation): StudioGAN's layers use
+torch.nn.utils.spectral_norm, which in eval mode divides by u^T W v with the u and v stored by the
+last training forward and no power iteration; models/spectral_norm.py (one implementation for every
+architecture, mimicry's behaviour) runs one more power iteration from the stored u, without storing
+it. Training forwards are the same. The two sigma estimates differ by one power iteration's progress
+towards the top singular value (and torch's uses u, v from before the last optimizer step).
+
 One StudioGAN detail kept on purpose: its D blocks apply an in-place ReLU to their input, which also
 reaches the shortcut, so D's non-first blocks add relu(x), not x, on the skip path (BigGAN-PyTorch uses
 an out-of-place ReLU there). We compute what StudioGAN computes, so its CIFAR-10 recipe carries over.
