@@ -327,11 +327,17 @@ def parse_config(cls, argv, description, cache=None):
     if cache:
         from loops import flagcache
         flagcache.save(cache[0], spec, cache[1])
+    fields = cls.__dataclass_fields__
+    for name, value in args.items():  # the placeholder typed out (--steps 0) is not "auto": only the word is
+        auto = fields[name].metadata.get("auto") if name in fields else None
+        if auto and auto is not True and value != AUTO and value == fields[name].default:
+            shown = repr(value) if isinstance(value, str) else value
+            raise UserError(f"--{name.replace('_', '-')} {shown} is not a value of this flag: leave it out or pass "
+                            f"auto for the script's choice ({auto})")
     values = {}
     if args.get("config"):
         values.update(read_preset(args["config"], cls))
     values.update(args)
-    fields = cls.__dataclass_fields__
     values.update({k: fields[k].default for k, v in values.items() if v == AUTO and fields[k].metadata.get("auto")})
     cfg = cls(**{k: (float(v) if _type_name(fields[k]) == "float" else v) for k, v in values.items()})
     cfg.validate()

@@ -173,3 +173,28 @@ def test_force_cannot_resume_with_a_state_shaped_by_another_value(tmp_path):
     argv = [w for kv in started.items() for w in kv]  # a changed clip range can continue: --force accepts it
     run_script("train_rl.py", "--run-dir", run, *tiny, *argv, "--clip-coef", 0.1, "--steps", 2, "--resume", "--force")
     assert json.loads((run / "config.json").read_text())["clip_coef"] == 0.1
+
+
+@pytest.mark.parametrize("script, argv, message", [
+    ("train_gan.py", ["--steps", "0"], "--steps 0 is not a value of this flag: leave it out or pass auto for the "
+                                       "script's choice (toy 20000, images 2000"),
+    ("train_gan.py", ["--lr", "0"], "--lr 0.0 is not a value of this flag"),
+    ("train_gan.py", ["--r1", "-1"], "--r1 -1.0 is not a value of this flag"),
+    ("train_gan.py", ["--sample-every", "0"], "--sample-every 0 is not a value of this flag"),
+    ("train_rl.py", ["--steps", "0"], "--steps 0 is not a value of this flag: leave it out or pass auto for the "
+                                      "script's choice (from --total-steps)"),
+    ("train_translate.py", ["--ngf", "0"], "--ngf 0 is not a value of this flag"),
+])
+def test_a_typed_out_auto_placeholder_is_refused_and_the_word_auto_is_not(script, argv, message, capsys):
+    """`--steps 0` used to mean the script's choice silently (20000 toy steps); only the word auto,
+    or leaving the flag out, means that now."""
+    import importlib
+    from conftest import cli_error
+    main = importlib.import_module(script[:-3]).main
+    status, lines = cli_error(main, argv + ["--dry-run"], capsys)
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: " + message), lines
+    auto = [argv[0], "auto", "--dry-run"]
+    with pytest.raises(SystemExit) as done:
+        from loops.config import run_cli
+        run_cli(main, auto)
+    assert done.value.code in (0, None)  # the word auto: the resolved config, exit 0
