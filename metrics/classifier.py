@@ -31,6 +31,7 @@ VERSION = 2
 REFERENCE_VERSIONS = (VERSION, 1)  # shipped classifiers of earlier versions stay the reference for their data
 CHUNK = 250
 LOG_EVERY = 100  # training steps between progress lines
+TRAIN_STEPS = 600  # Adam steps of batch 64 (a classifier's file does not record them: change VERSION with them)
 REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
 
 
@@ -79,9 +80,10 @@ def seed_weights(net, seed):
                     p.set_data(Tensor(rng.uniform(-bound, bound, p.shape).astype(np.float32)))
 
 
-def train(images, labels, num_classes, steps=600, batch=64, seed=0, log=None):
-    """(classifier, held-out accuracy). The data split, batches and initial weights follow `seed`;
-    `log(line)` hears the progress every LOG_EVERY steps."""
+def train(images, labels, num_classes, steps=None, batch=64, seed=0, log=None):
+    """(classifier, held-out accuracy) after `steps` (default TRAIN_STEPS) Adam steps. The data split,
+    batches and initial weights follow `seed`; `log(line)` hears the progress every LOG_EVERY steps."""
+    steps = steps or TRAIN_STEPS
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(images))
     held = max(1, len(images) // 10)

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from conftest import run_script
 from metrics.image import class_coverage, class_score, fid, inception_score, kid, prdc, softmax64
 from metrics.toy import mode_stats
 
@@ -255,6 +254,7 @@ def test_a_corrupt_cached_classifier_is_trained_again_and_replaced(tmp_path, mon
     from metrics import classifier
     from fixtures import pattern
     monkeypatch.setenv("GANLAB_CACHE", str(tmp_path))
+    monkeypatch.setattr(classifier, "TRAIN_STEPS", 300)  # half the real count: the same code, less CPU
     rng = np.random.default_rng(0)
     labels = (np.arange(200) % 10).astype(np.uint8)  # 8x8: cheap to train; no shipped reference for these
     images = np.stack([pattern(k, 8, rng) for k in labels])[:, None]
@@ -264,7 +264,7 @@ def test_a_corrupt_cached_classifier_is_trained_again_and_replaced(tmp_path, mon
     net, accuracy = classifier.load_or_train(images, labels, 10, log=said.append)
     assert "corrupt" in said[0] and "not used" in said[0] and "training the metrics classifier" in said[1], said
     assert [l.split(",")[0].strip() for l in said if "step " in l] == [  # progress while it trains
-        f"metrics classifier: step {k}/600" for k in range(100, 601, 100)]
+        f"metrics classifier: step {k}/300" for k in range(100, 301, 100)]
     assert said[-1].strip() == f"metrics classifier: held-out accuracy {accuracy:.3f}"
     assert path.read_bytes() != b"not a checkpoint"  # replaced by the newly trained classifier ...
     reloaded, again = classifier.load_or_train(images, labels, 10, log=lambda m: pytest.fail(m))
@@ -306,7 +306,7 @@ def test_pixel_scores_are_knn_precision_and_recall_of_flattened_images():
     assert scores["pixel_precision"] == 1.0 and scores["pixel_recall"] <= 1 / 60
 
 
-def test_reference_classifier_tool_writes_what_load_or_train_then_reads(tmp_path, monkeypatch, graph_mode):
+def test_reference_classifier_tool_writes_what_load_or_train_then_reads(tmp_path, monkeypatch, capsys, graph_mode):
     """tools/reference_classifier.py on an MNIST-format directory with a test split: one line with both
     accuracies, and a file under the data key that load_or_train reads (as version 2) before any cache."""
     from data.images import load
@@ -314,11 +314,14 @@ def test_reference_classifier_tool_writes_what_load_or_train_then_reads(tmp_path
     from metrics import classifier
     write_idx(tmp_path / "data", n=200, size=8)
     write_idx(tmp_path / "data", n=50, size=8, seed=1, split="test", gzip=True)
-    proc = run_script("-m", "tools.reference_classifier", "--dataset", "mnist", "--data-dir", tmp_path / "data",
-                      "--image-size", 8, "--out", tmp_path / "ref")
-    last = proc.stdout.strip().splitlines()[-1]
+    from tools import reference_classifier
+    monkeypatch.setattr(classifier, "TRAIN_STEPS", 200)  # in-process and shorter: the same code, less CPU
+    assert reference_classifier.main(["--dataset", "mnist", "--data-dir", str(tmp_path / "data"),
+                                      "--image-size", "8", "--out", str(tmp_path / "ref")]) == 0
+    out = capsys.readouterr().out
+    last = out.strip().splitlines()[-1]
     assert last.startswith("mnist: held-out accuracy ") and "test-split accuracy" in last and "(50 images)" in last
-    assert "metrics classifier: step 600/600" in proc.stdout  # its progress
+    assert "metrics classifier: step 200/200" in out  # its progress
     images, labels, classes = load("mnist", str(tmp_path / "data"), 8)
     name = f"classifier-{classifier.data_key(images, labels)}.ckpt"
     assert os.listdir(tmp_path / "ref") == [name] and last.endswith(str(tmp_path / "ref" / name))
