@@ -78,11 +78,19 @@ def _require_dir(data_dir, dataset):
         raise UserError(f"--data-dir {data_dir} is not a directory")
 
 
-def _idx_path(data_dir, name):
-    """data_dir/name if it is there (no decompression needed), else data_dir/name.gz."""
+def _idx_found(data_dir, name):
+    """data_dir/name if it is there (no decompression needed), else data_dir/name.gz, else None."""
     for path in (os.path.join(data_dir, name), os.path.join(data_dir, name + ".gz")):
         if os.path.isfile(path):
             return path
+    return None
+
+
+def _idx_path(data_dir, name):
+    """_idx_found, or one line naming the missing file."""
+    path = _idx_found(data_dir, name)
+    if path:
+        return path
     raise UserError(f"missing {os.path.join(data_dir, name)}.gz (or uncompressed {name}): "
                     "the standard IDX file")
 
@@ -262,9 +270,7 @@ def held_out(dataset, data_dir, size):
     test split (t10k-*) of an MNIST-format directory that has one; None otherwise."""
     if dataset not in ("mnist", "fashion-mnist"):
         return None
-    names = IDX_FILES["test"]
-    if not all(os.path.isfile(os.path.join(data_dir, n)) or os.path.isfile(os.path.join(data_dir, n + ".gz"))
-               for n in names):
+    if not all(_idx_found(data_dir, name) for name in IDX_FILES["test"]):
         return None
     try:
         return _idx_arrays(read_idx(data_dir, "test")[0], size)

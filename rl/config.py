@@ -11,6 +11,7 @@
 Per-model flags (--lr-actor, --clip-norm-critic, ...) come from MODELS alone (loops/learner.py), so a
 flag of another algorithm is an unknown flag here: this config does not have it.
 """
+import copy
 from dataclasses import dataclass
 
 from loops.config import RunConfig, opt
@@ -60,20 +61,18 @@ class RLConfig(RunConfig):
 
     def least_total_steps(self):
         """The smallest --total-steps that gives one whole iteration (iterations() grows with it)."""
-        asked, low, high = self.total_steps, self.total_steps, max(1, self.total_steps)
-        try:
-            while self._iterations_at(high) < 1:
-                high *= 2
-            while low < high:
-                mid = (low + high) // 2
-                low, high = (low, mid) if self._iterations_at(mid) >= 1 else (mid + 1, high)
-        finally:
-            self.total_steps = asked
-        return high
+        probe = copy.copy(self)  # iterations() reads total_steps from the config: try values on a copy
 
-    def _iterations_at(self, total_steps):
-        self.total_steps = total_steps
-        return self.iterations()
+        def whole(total_steps):
+            probe.total_steps = total_steps
+            return probe.iterations() >= 1
+        low, high = self.total_steps, max(1, self.total_steps)
+        while not whole(high):
+            high *= 2
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if whole(mid) else (mid + 1, high)
+        return high
 
 
 def algorithm_config(name, models, lr=1e-3, **defaults):
