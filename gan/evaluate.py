@@ -21,23 +21,6 @@ from loops import rundir
 from loops.config import UserError
 from metrics.protocol import PAPER_SAMPLES, PROTOCOLS
 
-GENERATE_CHUNK = 500  # generate.py: one compiled shape for every call; the last chunk is padded
-
-
-def sample_in_chunks(gen, z, labels, chunk=2500):
-    """G(z) for many z (--protocol paper: 50000) in fixed-size calls, the last one padded: one compile,
-    and memory bounded by one chunk's activations. Up to `chunk` samples: one call, as before."""
-    if len(z) <= chunk:
-        return gen.sample(z, labels)
-    out = []
-    for i in range(0, len(z), chunk):
-        part, pad = z[i:i + chunk], chunk - len(z[i:i + chunk])
-        zs = np.concatenate([part, np.zeros((pad, z.shape[1]), z.dtype)])
-        ys = None if labels is None else np.concatenate([labels[i:i + chunk], np.zeros(pad, labels.dtype)])
-        out.append(gen.sample(zs, ys)[:len(part)])
-    return np.concatenate(out)
-
-
 class Evaluation:
     """The evaluation command of a noise -> image (or toy) GAN run."""
     description = __doc__
@@ -72,7 +55,7 @@ class Evaluation:
         n = args.num or (PAPER_SAMPLES if protocol == "paper" else cfg["eval_samples"])
         z = np.random.default_rng([cfg["seed"], 8]).standard_normal((n, cfg["z_dim"]), dtype=np.float32)
         labels = np.arange(n, dtype=np.int32) % gen.num_classes if gen.num_classes else None  # as train_gan evaluates
-        samples = sample_in_chunks(gen, z, labels)
+        samples = gen.sample(z, labels)  # in fixed chunks, as the training run evaluated
         source = SOURCES[cfg["dataset"]](SimpleNamespace(**cfg))
         evaluator = make_evaluator(source, n, cfg["seed"], log=lambda m: print(m, file=sys.stderr),
                                    inception=inception, protocol=protocol)
@@ -101,12 +84,7 @@ def generate(args):
     # conditional runs: the asked class, or every class in turn
     labels = (np.full(args.num, args.label, np.int32) if args.label >= 0
               else np.arange(args.num, dtype=np.int32) % max(1, gen.num_classes))
-    chunks = []
-    for i in range(0, args.num, GENERATE_CHUNK):  # one compiled shape: the last chunk is padded
-        part = z[i:i + GENERATE_CHUNK]
-        padded = np.concatenate([part, np.zeros((GENERATE_CHUNK - len(part), part.shape[1]), np.float32)])
-        chunks.append(gen.sample(padded, np.resize(labels[i:i + GENERATE_CHUNK], GENERATE_CHUNK))[:len(part)])
-    out = np.concatenate(chunks).astype(np.float32)
+    out = gen.sample(z, labels if gen.conditional else None).astype(np.float32)  # fixed-shape chunks
     if gen.kind == "toy":
         from data import SOURCES
         picture = scatter_plot(out, SOURCES[gen.config["dataset"]](SimpleNamespace(**gen.config)).centers)

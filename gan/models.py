@@ -3,6 +3,7 @@ back from a checkpoint (generate.py, python -m metrics)."""
 import os
 
 import mindspore as ms
+import numpy as np
 from mindspore import Tensor
 
 from loops import checkpoint
@@ -30,6 +31,27 @@ def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral
     generator, discriminator, g_ema = make_nets(arch, z_dim, shape, width, num_classes, pack_size, spectral_norm)
     return (declare("g", generator, train=True, amp=amp), declare("d", discriminator, train=True, amp=amp),
             declare("g_ema", g_ema, train=False, amp=amp))
+
+
+# Samples per compiled generator call in every evaluation path (training hooks, python -m metrics,
+# generate.py): one shape compiles once, and peak memory is one chunk's activations whatever the sample
+# count. Measured in graph mode on the CPU: the cGAN-PD-32 generator holds ~18 MB per sample during a
+# call (1.4 GB peak at 50 samples, 4.1 GB at 200), so its 2500 evaluation samples in one call needed
+# ~46 GB; at 100 a call peaks near 2.3 GB (docs/results.md "Evaluation memory").
+SAMPLE_CHUNK = 100
+
+
+def sample_in_chunks(sample, z, labels=None, chunk=SAMPLE_CHUNK):
+    """sample(z, labels or None) -> numpy for any number of latents, in calls of exactly `chunk` rows
+    (the last one padded with zeros and cut), so every path compiles one shape and a latent gives the
+    same sample whichever path or count asked for it."""
+    out = []
+    for i in range(0, len(z), chunk):
+        part, pad = z[i:i + chunk], chunk - len(z[i:i + chunk])
+        zs = np.concatenate([part, np.zeros((pad, z.shape[1]), z.dtype)])
+        ys = None if labels is None else np.concatenate([labels[i:i + chunk], np.zeros(pad, labels.dtype)])
+        out.append(np.asarray(sample(zs, ys))[:len(part)])
+    return np.concatenate(out)
 
 
 def make_sampler(generator):
@@ -69,6 +91,10 @@ class TrainedGenerator:
         self._sample = make_sampler(chosen)
 
     def sample(self, z, labels=None):
+        """G(z[, labels]) for any number of latents, in SAMPLE_CHUNK calls (see sample_in_chunks)."""
+        return sample_in_chunks(self._sample_call, z, labels)
+
+    def _sample_call(self, z, labels):
         y = (Tensor.from_numpy(labels.astype("int32")),) if self.conditional else ()
         return self._sample(Tensor.from_numpy(z), *y).asnumpy()
 

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from gan import augment
 from gan.evaluate import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py ask this recipe)
-from gan.models import make_nets, make_sampler
+from gan.models import make_nets, make_sampler, sample_in_chunks
 from gan.hooks import EvalHook, SampleHook
 from gan.pictures import image_grid, scatter_plot
 from gan.steps import make_gan_steps, make_lazy_r1_step
@@ -148,10 +148,9 @@ class GANTrainer:
 
         def normals(n, stream):
             return np.random.default_rng([cfg.seed, stream]).standard_normal((n, cfg.z_dim), dtype=np.float32)
-        self.fixed_z, self.eval_z = Tensor.from_numpy(normals(64, 7)), Tensor.from_numpy(normals(cfg.eval_samples, 8))
+        self.fixed_z, self.eval_z = Tensor.from_numpy(normals(64, 7)), normals(cfg.eval_samples, 8)
         self.fixed_y = (Tensor.from_numpy(np.arange(64, dtype=np.int32) % k),) if k else ()
         self.eval_labels = np.arange(cfg.eval_samples, dtype=np.int32) % k if k else None
-        self.eval_y = (Tensor.from_numpy(self.eval_labels),) if k else ()
 
     def refresh_ema(self):  # --ema 0: G_ema is G itself, copied whenever it is used
         if self.cfg.ema == 0:
@@ -160,12 +159,16 @@ class GANTrainer:
     def picture(self, step):
         """The sample picture: an image grid of G_ema at the fixed latents, or a scatter plot over the modes."""
         if self.source.kind == "toy":
-            return scatter_plot(self.sample(self.eval_z, *self.eval_y).asnumpy(), self.source.centers, step=step)
+            return scatter_plot(self.eval_samples()[0], self.source.centers, step=step)
         return image_grid(self.sample(self.fixed_z, *self.fixed_y).asnumpy())
 
     def eval_samples(self):
-        """(G_ema's samples at the evaluation latents, the classes they were asked for or None)."""
-        return self.sample(self.eval_z, *self.eval_y).asnumpy(), self.eval_labels
+        """(G_ema's samples at the evaluation latents, the classes they were asked for or None), in the
+        fixed-size calls python -m metrics and generate.py make too (bounded memory, equal samples)."""
+        def call(z, labels):
+            y = (Tensor.from_numpy(labels),) if labels is not None else ()
+            return self.sample(Tensor.from_numpy(z), *y).asnumpy()
+        return sample_in_chunks(call, self.eval_z, self.eval_labels), self.eval_labels
 
     def evaluator(self):
         return make_evaluator(self.source, self.cfg.eval_samples, self.cfg.seed, log=tqdm.write)
