@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from data import SOURCES, TOY
 from gan import augment
 from gan.losses import LOSSES
-from gan.trainer import GANTrainer, nets_for
+from gan.trainer import GANTrainer, memory_parts, nets_for
 from loops import distributed
 from loops.config import RunConfig, UserError, opt, parse_config, run_cli
 from loops.learner import fill_optimizer_flags, model_flags, settings
+from loops.memory import check_fits
 from loops.optim import OPTIMIZERS
 from loops.run import Run
 from loops.schedules import SCHEDULES
@@ -170,6 +171,7 @@ def main(argv):
         try:  # data and model errors first: a bad --data-dir or --arch must not leave a run dir behind
             # --distributed: the source yields the global batch (per-rank batch x ranks); draws slice it
             source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))
+            check_fits(memory_parts(cfg, source.shape))  # before the networks or a run dir exist
             nets = nets_for(cfg, source)
         except ValueError as e:
             raise UserError(str(e))

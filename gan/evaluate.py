@@ -19,7 +19,17 @@ import numpy as np
 
 from loops import rundir
 from loops.config import UserError
+from loops.memory import FLOAT, check_fits
 from metrics.protocol import PAPER_SAMPLES, PROTOCOLS
+
+def check_samples_fit(n, gen, scored):
+    """Refuse (one line) a --num whose samples cannot fit in memory: the samples (chunks and their
+    concatenation) and latents; scored: also as many real images and their features."""
+    size = int(np.prod(gen.meta["data_shape"]))
+    per_sample = (3 * size + 2 * 138 if scored else 2 * size) + gen.z_dim
+    check_fits([(f"--num {n} (the samples{' and the real images they are scored against' if scored else ''})",
+                 n * per_sample * FLOAT)])
+
 
 class Evaluation:
     """The evaluation command of a noise -> image (or toy) GAN run."""
@@ -53,6 +63,7 @@ class Evaluation:
             inception = load_inception(args.fid_weights)
         protocol = args.protocol or "quick"
         n = args.num or (PAPER_SAMPLES if protocol == "paper" else cfg["eval_samples"])
+        check_samples_fit(n, gen, scored=True)
         z = np.random.default_rng([cfg["seed"], 8]).standard_normal((n, cfg["z_dim"]), dtype=np.float32)
         labels = np.arange(n, dtype=np.int32) % gen.num_classes if gen.num_classes else None  # as train_gan evaluates
         samples = gen.sample(z, labels)  # in fixed chunks, as the training run evaluated
@@ -80,6 +91,7 @@ def generate(args):
         raise UserError("--class needs a run trained with --conditional")
     if args.label >= gen.num_classes > 0:
         raise UserError(f"--class must be in [0, {gen.num_classes - 1}], got {args.label}")
+    check_samples_fit(args.num, gen, scored=False)
     z = np.random.default_rng(args.seed).standard_normal((args.num, gen.z_dim), dtype=np.float32)
     # conditional runs: the asked class, or every class in turn
     labels = (np.full(args.num, args.label, np.int32) if args.label >= 0

@@ -21,6 +21,7 @@ from loops import distributed
 from loops.driver import Hook, Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare, settings
+from loops.memory import FLOAT
 from loops.schedules import lr_at
 from metrics.evaluate import make_evaluator
 
@@ -38,6 +39,19 @@ def nets_for(cfg, source):
     data's shape (called before the run dir is made, so that error leaves nothing behind)."""
     num_classes = source.num_classes if cfg.conditional else 0
     return make_nets(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes, cfg.pack, cfg.spectral_norm)
+
+
+def memory_parts(cfg, shape):
+    """Lower bounds of what this run's own arrays take (loops/memory.py): a batch's training
+    activations (data, latents and the first hidden layer, kept for the backward pass: an MLP's width,
+    a convolution's width x a quarter of the pixels) and the end-of-run evaluation (the samples, as
+    many real images and their features; sampling itself runs in fixed chunks)."""
+    size = int(np.prod(shape))
+    hidden = cfg.width * (int(np.prod(shape[1:])) // 4 if len(shape) == 3 else 1)
+    return [(f"--batch-size {cfg.batch_size} (a training step's activations)",
+             2 * cfg.batch_size * (size + cfg.z_dim + hidden) * FLOAT),
+            (f"--eval-samples {cfg.eval_samples} (the evaluation's samples, real images and features)",
+             cfg.eval_samples * (3 * size + cfg.z_dim + 2 * 138) * FLOAT)]
 
 
 class GANTrainer:

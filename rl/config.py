@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 from loops.config import RunConfig, opt
 from loops.learner import model_flags
+from loops.memory import FLOAT, check_fits
 from rl import ALGORITHMS
+
+ENV_BYTES = 5000  # measured: a gymnasium CartPole-v1 or Pendulum-v1 in the vector env takes ~5.7 KB
 
 SHARED = ("algo", "env", "num_envs", "total_steps", "steps", "hidden", "gamma", "anneal_lr", "eval_episodes",
           "log_every")
@@ -58,6 +61,17 @@ class RLConfig(RunConfig):
                                         f"takes {self.least_total_steps()} environment steps with these flags "
                                         f"(train_rl.py --algo {self.algo} --help); pass at least that, or --steps N")
         super().validate()
+        check_fits(self.memory_parts())  # before any environment or run dir exists
+
+    def memory_parts(self):
+        """Lower bounds of the memory this run's own arrays take (loops/memory.py): the environments
+        with one forward pass over their observations, the hidden x hidden weights (every algorithm
+        has at least two such matrices, each with a gradient and two Adam moments), a replay buffer."""
+        parts = [(f"--num-envs {self.num_envs} (the environments)", self.num_envs * (ENV_BYTES + 2 * self.hidden * FLOAT)),
+                 (f"--hidden {self.hidden} (the networks' weights)", 2 * 4 * self.hidden ** 2 * FLOAT)]
+        if hasattr(self, "buffer_size"):  # a replay buffer: every checkpoint writes all of it (>= 5 floats a row)
+            parts.append((f"--buffer-size {self.buffer_size} (the replay buffer)", self.buffer_size * 5 * FLOAT))
+        return parts
 
     def least_total_steps(self):
         """The smallest --total-steps that gives one whole iteration (iterations() grows with it)."""

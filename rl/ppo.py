@@ -21,6 +21,7 @@ from mindspore.common.initializer import Orthogonal
 from loops.config import opt
 from loops.driver import Phase
 from loops.learner import Learner, all_state
+from loops.memory import FLOAT
 from loops.step import maybe_jit
 from rl.agent import Agent
 from rl.config import algorithm_config
@@ -43,6 +44,10 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
 
     def iterations(self):  # one iteration: one rollout of num_steps x num_envs environment steps
         return self.total_steps // (self.num_envs * self.num_steps)
+
+    def memory_parts(self):  # the rollout: observations, actions, log-probabilities, values, rewards, dones
+        return super().memory_parts() + [(f"--num-steps {self.num_steps} x --num-envs {self.num_envs} (the rollout)",
+                                          self.num_steps * self.num_envs * 6 * FLOAT)]
 
     def validate(self):
         self.check_positive("num_steps", "update_epochs", "num_minibatches", "clip_coef")

@@ -198,3 +198,43 @@ def test_a_typed_out_auto_placeholder_is_refused_and_the_word_auto_is_not(script
         from loops.config import run_cli
         run_cli(main, auto)
     assert done.value.code in (0, None)  # the word auto: the resolved config, exit 0
+
+
+def test_the_memory_preflight_refuses_what_cannot_fit_and_names_the_largest_part():
+    from loops.memory import check_fits
+    parts = [("--batch-size 9 (activations)", 600 * 2 ** 20), ("--eval-samples 9 (samples)", 300 * 2 ** 20)]
+    check_fits(parts, available=2 ** 30)  # 900 MB fit in 1 GB
+    with pytest.raises(UserError) as refused:
+        check_fits(parts, available=512 * 2 ** 20)
+    assert str(refused.value) == ("--batch-size 9 (activations) needs at least 600.0 MB of memory (900.0 MB with the "
+                                  "rest); this machine has 512.0 MB available")
+
+
+@pytest.mark.parametrize("main, argv, message", [
+    ("train_rl", ["--hidden", "100000"], "error: --hidden 100000 (the networks' weights) needs at least 298.0 GB"),
+    ("train_rl", ["--algo", "sac", "--buffer-size", "100000000000"], "error: --buffer-size 100000000000 (the replay "
+                                                                      "buffer) needs at least 1862.6 GB"),
+    ("train_rl", ["--num-envs", "100000000", "--total-steps", "10000000000"],
+     "error: --num-envs 100000000 (the environments) needs at least"),
+    ("tools.sweep", ["--seeds", "100000000000", "--", "--dataset", "ring8"],
+     "error: --seeds 100000000000 (the list of seeds) needs at least 9313.2 GB"),
+])
+def test_sizes_that_cannot_fit_in_memory_are_one_line_before_anything_starts(main, argv, message, capsys):
+    """These used to swap for minutes or die in a numpy allocation; the run dir is never made."""
+    import importlib
+    from conftest import cli_error
+    status, lines = cli_error(importlib.import_module(main).main, argv + (["--dry-run"] if main != "tools.sweep"
+                                                                          else []), capsys)
+    assert status == 2 and len(lines) == 1 and lines[0].startswith(message), lines
+    assert " of memory" in lines[0] and "; this machine has " in lines[0]
+
+
+def test_a_gan_run_that_cannot_fit_in_memory_leaves_no_run_dir(tmp_path):
+    for argv, message in ((["--dataset", "ring8", "--batch-size", 100000000], "--batch-size 100000000 (a training "
+                                                                              "step's activations) needs at least"),
+                          (["--eval-samples", 1000000000], "--eval-samples 1000000000 (the evaluation's samples, real "
+                                                           "images and features) needs at least 1862.6 GB")):
+        proc = run_script("train_gan.py", *argv, "--run-dir", tmp_path / "run", check=False)
+        assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr
+        assert error_lines(proc)[0].startswith("error: " + message), proc.stderr
+        assert not (tmp_path / "run").exists()

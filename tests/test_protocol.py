@@ -63,6 +63,22 @@ def test_metrics_cli_quick_and_paper_protocols(tiny_run, capsys, graph_mode):
     assert m["loss_d"] == trained["loss_d"] and m["step"] == 2  # the training's keys are kept
 
 
+@pytest.mark.xdist_group("protocol_run")
+def test_sample_counts_that_cannot_fit_in_memory_are_one_line_and_change_nothing(tiny_run, tmp_path, capsys,
+                                                                                  graph_mode):
+    import generate
+    from metrics.__main__ import main
+    run = tiny_run[0]
+    before = (run / "metrics.json").read_bytes()
+    code, lines = cli_error(main, [run, "--num", 10 ** 9], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith(
+        "error: --num 1000000000 (the samples and the real images they are scored against) needs at least"), lines
+    code, lines = cli_error(generate.main, [run, "--num", 10 ** 9, "--out", tmp_path / "x.npy"], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: --num 1000000000 (the samples) needs at "
+                                                                 "least"), lines
+    assert (run / "metrics.json").read_bytes() == before and not (tmp_path / "x.npy").exists()
+
+
 def test_metrics_cli_refuses_protocol_misuse(tmp_path, capsys):
     from metrics.__main__ import main
     rl = tmp_path / "rl"

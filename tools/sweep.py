@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+SEED_BYTES = 100  # a Python int in the seed list and the de-duplicating dict, about
 SKIPPED_KEYS = ("step", "steps", "seed")  # bookkeeping, not results
 GOAL = re.compile(r"^\s*([A-Za-z_][\w/]*)\s*(>=|<=|==|>|<)\s*(-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*$")
 COMPARE = {">=": float.__ge__, "<=": float.__le__, ">": float.__gt__, "<": float.__lt__, "==": float.__eq__}
@@ -36,15 +37,19 @@ COMPARE = {">=": float.__ge__, "<=": float.__le__, ">": float.__gt__, "<": float
 def parse_seeds(text):
     """"10" -> 0..9; "0-4" -> 0..4; "0,3,7-9" -> [0, 3, 7, 8, 9] (order kept, duplicates dropped)."""
     from loops.config import UserError
+    from loops.memory import check_fits
     if re.fullmatch(r"\d+", text.strip()):
-        seeds = list(range(int(text)))
+        ranges = [(0, int(text))]
     else:
-        seeds = []
+        ranges = []
         for part in text.split(","):
             m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
             if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
                 raise UserError(f"--seeds {text!r}: expected a count (10), a range (0-9) or a list (0,3,7-9)")
-            seeds += range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)
+            ranges.append((int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    # counted before a list is made: "--seeds 100000000000" would fill the memory before any run
+    check_fits([(f"--seeds {text.strip()} (the list of seeds)", sum(b - a for a, b in ranges) * SEED_BYTES)])
+    seeds = [s for a, b in ranges for s in range(a, b)]
     if not seeds:
         raise UserError(f"--seeds {text!r} names no seed")
     return list(dict.fromkeys(seeds))
