@@ -1,0 +1,124 @@
+"""rl/native_envs.py against gymnasium: one step from the very states gymnasium visits (float32 within
+rounding, float64 equal), and whole vectorised episodes (autoreset, time limits, episode returns and
+lengths) equal to a gymnasium vector env with RecordEpisodeStatistics on the same actions."""
+import gymnasium as gym
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+
+from rl.native_envs import NATIVE_ENVS
+
+STEPS = 3000
+
+
+def random_actions(env, rng, n):
+    if env.actions:
+        return rng.integers(0, env.actions, size=n).astype(np.int32)
+    # beyond the bounds too: gymnasium clips the torque / force (and MountainCar charges the unclipped one)
+    return rng.uniform(1.5 * env.low, 1.5 * env.high, size=(n, env.action_dim)).astype(np.float32)
+
+
+def gym_transitions(env_id, native, steps, seed=0):
+    """(states before, actions, states after, rewards, terminated) of one gymnasium env stepped with
+    random actions, reset whenever it ends (so the states are the ones training visits)."""
+    env = gym.make(env_id).unwrapped  # no TimeLimit: long Pendulum / MountainCar trajectories
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    actions = random_actions(native, rng, steps)
+    before, after, rewards, terminated = [], [], [], []
+    for i, a in enumerate(actions):
+        if env_id == "MountainCarContinuous-v0" and i % 4:  # push along the velocity: reach the flag
+            a = np.abs(a) * (1 if env.state[1] >= 0 else -1)
+        actions[i] = a
+        before.append(np.array(env.state, np.float64))
+        _, r, term, _, _ = env.step(a if native.action_dim else int(a))
+        after.append(np.array(env.state, np.float64))
+        rewards.append(r)
+        terminated.append(term)
+        if term:
+            env.reset()
+    return np.array(before), actions, np.array(after), np.array(rewards), np.array(terminated)
+
+
+@pytest.mark.parametrize("env_id", sorted(NATIVE_ENVS))
+def test_one_step_equals_gymnasium_from_the_same_states(env_id):
+    before, actions, after, rewards, terminated = gym_transitions(env_id, NATIVE_ENVS[env_id](), STEPS)
+    assert terminated.any() or env_id == "Pendulum-v1"  # the termination branch is exercised
+    for dtype, tol in ((ms.float64, 1e-12), (ms.float32, 2e-5)):
+        native = NATIVE_ENVS[env_id](dtype)
+        states, reward, term = native.dynamics(Tensor(before).astype(dtype), Tensor(actions))
+        np.testing.assert_allclose(states.asnumpy(), after, rtol=tol, atol=tol, err_msg=str(dtype))
+        np.testing.assert_allclose(reward.asnumpy(), rewards, rtol=tol, atol=tol, err_msg=str(dtype))
+        if dtype == ms.float64:  # float32 may round a state across a threshold; float64 may not
+            np.testing.assert_array_equal(term.asnumpy(), terminated)
+        else:
+            assert (term.asnumpy() != terminated).mean() < 1e-3
+
+
+@pytest.mark.parametrize("env_id", sorted(NATIVE_ENVS))
+def test_episodes_autoreset_and_time_limits_equal_gymnasium_vector_env(env_id):
+    n, seed = 3, 5
+    native = NATIVE_ENVS[env_id](ms.float64)
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(gym.make_vec(
+        env_id, num_envs=n, vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}))
+    obs, _ = envs.reset(seed=seed)
+    inner = [e.unwrapped for e in envs.env.envs]
+
+    def gym_states():
+        return np.array([np.array(e.state, np.float64) for e in inner])
+    carry = native.initial(Tensor(gym_states()))
+
+    @ms.jit  # compiled: eager, 1000 steps of ~100 small ops took minutes
+    def step(states, elapsed, returns, actions, noise):
+        return native.step((states, elapsed, returns), actions, noise)
+    rng = np.random.default_rng(seed)
+    episodes = {"native": [], "gym": []}
+    truncations = 0
+    for _ in range(native.max_steps + 60):  # past one time limit
+        actions = random_actions(native, rng, n)
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        # the environments that ended were reset inside gymnasium's step: their new states are the noise
+        carry, out = step(*carry, Tensor(actions), Tensor(gym_states()))
+        out = {key: value.asnumpy() for key, value in out.items()}
+        np.testing.assert_allclose(out["obs"], obs, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(out["reward"], rewards, rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(out["terminated"], terminated)
+        np.testing.assert_array_equal(out["truncated"], truncated)
+        done = terminated | truncated
+        if done.any():
+            np.testing.assert_allclose(out["final_obs"][done], np.stack(info["final_obs"][done]), rtol=1e-6, atol=1e-6)
+            mask = info["_episode"]
+            episodes["gym"] += zip(info["episode"]["r"][mask].round(6), info["episode"]["l"][mask])
+            episodes["native"] += zip(out["episode_return"][done].round(6), out["episode_length"][done])
+        truncations += truncated.sum()
+    assert episodes["native"] == episodes["gym"] and len(episodes["gym"]) >= n
+    if env_id in ("Pendulum-v1", "MountainCarContinuous-v0"):
+        assert truncations >= n  # the time limit was reached and reset
+
+
+def test_steps_compile_in_a_graph_and_reset_noise_is_the_runs():
+    native = NATIVE_ENVS["CartPole-v1"]()
+
+    @ms.jit
+    def rollout(states, elapsed, returns, actions, noise):
+        carry = (states, elapsed, returns)
+        total = ms.ops.zeros(states.shape[0], ms.float32)
+        for t in range(actions.shape[0]):
+            carry, out = native.step(carry, actions[t], noise[t])
+            total = total + out["reward"]
+        return carry[0], total
+    rng = np.random.default_rng(0)
+    n, steps = 8, 12
+    noise = Tensor(np.stack([native.reset_noise(rng, n) for _ in range(steps)]))
+    actions = Tensor(rng.integers(0, 2, (steps, n)).astype(np.int32))
+    first = native.initial(Tensor(native.reset_noise(np.random.default_rng(1), n)))
+    states, total = rollout(*first, actions, noise)
+    assert total.asnumpy().tolist() == [float(steps)] * n  # CartPole pays 1 every step, episodes or not
+    eager = first
+    for t in range(steps):
+        eager, _ = native.step(eager, actions[t], noise[t])
+    np.testing.assert_allclose(states.asnumpy(), eager[0].asnumpy(), rtol=1e-6, atol=1e-6)
+    again = native.reset_noise(np.random.default_rng(0), n)
+    np.testing.assert_array_equal(again, noise.asnumpy()[0])  # a function of the run's generator alone
