@@ -71,8 +71,8 @@ def test_episodes_autoreset_and_time_limits_equal_gymnasium_vector_env(env_id):
     carry = native.initial(Tensor(gym_states()))
 
     @ms.jit  # compiled: eager, 1000 steps of ~100 small ops took minutes
-    def step(states, elapsed, returns, actions, noise):
-        return native.step((states, elapsed, returns), actions, noise)
+    def step(carry, actions, noise):
+        return native.step(carry, actions, noise)
     rng = np.random.default_rng(seed)
     episodes = {"native": [], "gym": []}
     truncations = 0
@@ -80,7 +80,7 @@ def test_episodes_autoreset_and_time_limits_equal_gymnasium_vector_env(env_id):
         actions = random_actions(native, rng, n)
         obs, rewards, terminated, truncated, info = envs.step(actions)
         # the environments that ended were reset inside gymnasium's step: their new states are the noise
-        carry, out = step(*carry, Tensor(actions), Tensor(gym_states()))
+        carry, out = step(carry, Tensor(actions), Tensor(gym_states()))
         out = {key: value.asnumpy() for key, value in out.items()}
         np.testing.assert_allclose(out["obs"], obs, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(out["reward"], rewards, rtol=1e-9, atol=1e-9)
@@ -98,27 +98,36 @@ def test_episodes_autoreset_and_time_limits_equal_gymnasium_vector_env(env_id):
         assert truncations >= n  # the time limit was reached and reset
 
 
-def test_steps_compile_in_a_graph_and_reset_noise_is_the_runs():
-    native = NATIVE_ENVS["CartPole-v1"]()
+def test_a_rollout_in_one_compiled_while_loop_equals_stepping_one_call_at_a_time():
+    """The whole rollout in one graph-mode while loop with a Tensor counter (a real loop: a Python
+    counter unrolls it). The carry is one tensor: carrying a tuple gave wrong returns silently."""
+    native = NATIVE_ENVS["Pendulum-v1"]()
+    d = native.state_dim
 
     @ms.jit
-    def rollout(states, elapsed, returns, actions, noise):
-        carry = (states, elapsed, returns)
-        total = ms.ops.zeros(states.shape[0], ms.float32)
-        for t in range(actions.shape[0]):
-            carry, out = native.step(carry, actions[t], noise[t])
-            total = total + out["reward"]
-        return carry[0], total
+    def rollout(carry, actions, noise):  # the carry plus one column: the summed reward
+        packed, t = ms.ops.concat([carry, ms.ops.zeros((carry.shape[0], 1), carry.dtype)], 1), Tensor(0, ms.int32)
+        while t < actions.shape[0]:
+            carry, out = native.step(packed[:, :d + 2], actions[t], noise[t])
+            packed = ms.ops.concat([carry, (packed[:, d + 2] + out["reward"]).reshape(-1, 1)], 1)
+            t = t + 1
+        return packed
+
+    @ms.jit
+    def step(carry, actions, noise):
+        return native.step(carry, actions, noise)
     rng = np.random.default_rng(0)
-    n, steps = 8, 12
+    n, steps = 8, 450  # past two time limits
     noise = Tensor(np.stack([native.reset_noise(rng, n) for _ in range(steps)]))
-    actions = Tensor(rng.integers(0, 2, (steps, n)).astype(np.int32))
+    actions = Tensor(random_actions(native, rng, steps * n).reshape(steps, n, 1))
     first = native.initial(Tensor(native.reset_noise(np.random.default_rng(1), n)))
-    states, total = rollout(*first, actions, noise)
-    assert total.asnumpy().tolist() == [float(steps)] * n  # CartPole pays 1 every step, episodes or not
-    eager = first
+    packed = rollout(first, actions, noise).asnumpy()
+    carry, total = first, np.zeros(n, np.float32)
     for t in range(steps):
-        eager, _ = native.step(eager, actions[t], noise[t])
-    np.testing.assert_allclose(states.asnumpy(), eager[0].asnumpy(), rtol=1e-6, atol=1e-6)
+        carry, out = step(carry, actions[t], noise[t])
+        total += out["reward"].asnumpy()
+    np.testing.assert_allclose(packed[:, :d + 2], carry.asnumpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(packed[:, d + 2], total, rtol=1e-5)
+    assert (packed[:, d] == steps % native.max_steps).all()  # elapsed restarted at each time limit
     again = native.reset_noise(np.random.default_rng(0), n)
     np.testing.assert_array_equal(again, noise.asnumpy()[0])  # a function of the run's generator alone
