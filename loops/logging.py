@@ -8,6 +8,7 @@ SummaryWriter, whose background thread dies on a write error and then blocks tra
 queue fills). A failed event write (full disk, I/O error) is reported once in one line and turns
 event logging off; it never stops a run that can still save its state.
 """
+import glob
 import json
 import os
 import sys
@@ -26,6 +27,11 @@ class EventLog:
 
     def __init__(self, logdir, flush_secs=30):
         self.flush_secs, self.last_flush, self.broken, self.writer = flush_secs, time.monotonic(), False, None
+        # tensorboardX opens events.out.tfevents.<time>.<host> with a plain open(): a link planted at that
+        # (predictable) name would be written through. A run's own events files are never links: drop any.
+        for planted in glob.glob(os.path.join(glob.escape(logdir), "events.out.tfevents.*")):
+            if os.path.islink(planted):
+                os.remove(planted)
         self.guard(lambda: setattr(self, "writer", EventsWriter(os.path.join(logdir, "events"))))
 
     def guard(self, write):

@@ -96,7 +96,8 @@ class Run:
             if free is not None and free < need:
                 raise WriteFailure(f"{cfg.run_dir}: {human(free)} free on its file system, one checkpoint needs "
                                    f"about {human(need)}; free some space or choose another --run-dir")
-            rundir.write_config(cfg, {"recipe": self.recipe, **self.sizes} if self.recipe else self.sizes)
+            made_by = {"recipe": self.recipe, "script": self.script} if self.recipe else {}
+            rundir.write_config(cfg, {**made_by, **self.sizes})
         self.logger = RunLogger(cfg.run_dir, cfg.to_dict(), cfg.steps, self.start, progress=not cfg.no_progress,
                                 enabled=distributed.is_main())
         steps = f"steps {self.start}->{cfg.steps} (resumed)" if self.start else f"{cfg.steps} steps"
@@ -114,7 +115,7 @@ class Run:
             return
         meta = {"rng": self.rng.bit_generator.state, "config": self.cfg.to_dict(), **self.meta_fn()}
         if self.recipe:
-            meta["recipe"] = self.recipe
+            meta["recipe"], meta["script"] = self.recipe, self.script
         attempts = 2 if final and self.failed_saves == 0 else 1
         for attempt in range(attempts):
             try:

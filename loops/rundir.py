@@ -22,6 +22,9 @@ def write_json(path, obj):
     atomic_write(path, write, os.path.basename(path), len(text))
 
 
+RUN_FOLDERS = ("checkpoints", "samples")  # the folders a run writes into
+
+
 def prepare(cfg, script, dataset, loss):
     """Resolve and check cfg.run_dir. Returns the checkpoint to resume from (or None)."""
     if not cfg.run_dir:
@@ -29,6 +32,11 @@ def prepare(cfg, script, dataset, loss):
     run_dir = cfg.run_dir
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise UserError(f"--run-dir {run_dir} exists and is not a directory")
+    for folder in RUN_FOLDERS:  # a planted link would send checkpoints or pictures (and deletions) elsewhere
+        path = os.path.join(run_dir, folder)
+        if os.path.islink(path):
+            raise UserError(f"{path} is a symbolic link: a run writes only inside its run dir; replace the link "
+                            "with the folder itself")
     resume_from = None
     for stale in glob.glob(os.path.join(run_dir, "checkpoints", "*.tmp*")):
         os.remove(stale)  # a save killed half-way: never renamed, never loadable, safe to drop
@@ -42,11 +50,28 @@ def prepare(cfg, script, dataset, loss):
     try:
         os.makedirs(run_dir, exist_ok=True)
         probe = os.path.join(run_dir, f".write_test{os.getpid()}")
-        open(probe, "w").close()
+        if os.path.islink(probe):  # planted: never write through it
+            os.remove(probe)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
         os.remove(probe)
     except OSError as e:
         raise UserError(f"--run-dir {run_dir} is not writable ({e.strerror})")
     return resume_from
+
+
+def made_by_text(recipe, script=""):
+    """ "rl.ppo (train_rl.py)": the recipe module, and the script that ran it where recorded."""
+    return f"{recipe} ({script})" if recipe and script else recipe or script
+
+
+def recorded_recipe(run_dir):
+    """The recipe RUN_DIR/config.json names, or "" (none recorded, or no readable config.json)."""
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            recipe = json.load(f).get("recipe", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return recipe if isinstance(recipe, str) else ""
 
 
 def check_resume_config(cfg, meta, recipe=""):
@@ -55,7 +80,12 @@ def check_resume_config(cfg, meta, recipe=""):
     recipes had configs of their own (one config for every algorithm) holds other recipes' keys too."""
     saved_recipe = meta.get("recipe", "")
     if (saved_recipe and saved_recipe != recipe) or not (saved_recipe or cfg.owns_run(meta.get("config", {}))):
-        made_by = f"a run of {saved_recipe}" if saved_recipe else "a run of another script or algorithm"
+        made_by = made_by_text(saved_recipe, meta.get("script", ""))
+        run_recipe = recorded_recipe(cfg.run_dir)
+        if saved_recipe and run_recipe and run_recipe != saved_recipe:  # a checkpoint copied in from elsewhere
+            raise UserError(f"--resume: the latest checkpoint in {cfg.run_dir} is of {made_by}, but its config.json "
+                            f"says the run is of {run_recipe}: that checkpoint does not belong to this run")
+        made_by = f"a run of {made_by}" if made_by else "a run of another script or algorithm"
         raise UserError(f"--resume: {cfg.run_dir} is {made_by}" + (f", not of {recipe}" if recipe else "") +
                         ": resume it with the command that started it")
     fields = type(cfg).__dataclass_fields__

@@ -25,7 +25,8 @@ def load_agent(run_dir, checkpoint_path=""):
     _, meta = checkpoint.read(path)
     name = meta.get("config", {}).get("algo")
     if name not in ALGORITHMS:
-        raise UserError(f"{path} is not a checkpoint of a train_rl.py run (algorithm {name!r})")
+        made_by = rundir.made_by_text(meta.get("recipe", ""), meta.get("script", ""))
+        raise UserError(f"{path} is not a checkpoint of a train_rl.py run" + (f" (it is of {made_by})" if made_by else ""))
     recipe = algorithm(name)
     fields = recipe.Config.__dataclass_fields__
     cfg = recipe.Config(**{k: v for k, v in meta["config"].items() if k in fields})

@@ -216,8 +216,8 @@ def test_the_memory_preflight_refuses_what_cannot_fit_and_names_the_largest_part
                                                                       "buffer) needs at least 1862.6 GB"),
     ("train_rl", ["--num-envs", "100000000", "--total-steps", "10000000000"],
      "error: --num-envs 100000000 (the environments) needs at least"),
-    ("tools.sweep", ["--seeds", "100000000000", "--", "--dataset", "ring8"],
-     "error: --seeds 100000000000 (the list of seeds) needs at least 9313.2 GB"),
+    ("tools.sweep", ["--seeds", "4000000000", "--", "--dataset", "ring8"],
+     "error: --seeds 4000000000 (the list of seeds) needs at least 372.5 GB"),
 ])
 def test_sizes_that_cannot_fit_in_memory_are_one_line_before_anything_starts(main, argv, message, capsys):
     """These used to swap for minutes or die in a numpy allocation; the run dir is never made."""
@@ -238,3 +238,67 @@ def test_a_gan_run_that_cannot_fit_in_memory_leaves_no_run_dir(tmp_path):
         assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr
         assert error_lines(proc)[0].startswith("error: " + message), proc.stderr
         assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("seeds", ["4294967296-4294967297", "100000000000"])
+def test_sweep_seeds_beyond_the_seed_range_are_one_line(seeds, capsys):
+    """Every run of such a sweep used to fail on its own --seed, one after another."""
+    from conftest import cli_error
+    from tools.sweep import main
+    status, lines = cli_error(main, ["--seeds", seeds, "--", "--dataset", "ring8"], capsys)
+    assert status == 2 and lines == [f"error: --seeds {seeds}: seeds must be in [0, {MAX_SEED}]"]
+
+
+def test_planted_links_at_events_files_and_run_folders_are_never_written_through(tmp_path):
+    """tensorboardX opens events.out.tfevents.<time>.<host> with a plain open(); a planted
+    checkpoints/ or samples/ link sent checkpoints elsewhere and let the stale-file cleanup delete there."""
+    import socket
+    import time
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    run = tmp_path / "run"
+    run.mkdir()
+    now = int(time.time())
+    for t in range(now - 5, now + 300):  # every name the events file can take while this test runs
+        (run / f"events.out.tfevents.{t}.{socket.gethostname()}").symlink_to(victim)
+    run_script("train_regression.py", "--run-dir", run, "--steps", 3)
+    assert victim.read_text() == "keep me"
+    assert [p for p in run.iterdir() if p.name.startswith("events.") and not p.is_symlink()]  # its own, real file
+    for folder in ("checkpoints", "samples"):
+        outside = tmp_path / f"outside_{folder}"
+        outside.mkdir()
+        (outside / "notes.tmp.txt").write_text("keep me too")
+        planted = tmp_path / f"planted_{folder}"
+        planted.mkdir()
+        (planted / folder).symlink_to(outside)
+        proc = run_script("train_regression.py", "--run-dir", planted, "--steps", 3, check=False)
+        assert proc.returncode == 2 and error_lines(proc) == [
+            f"error: {planted / folder} is a symbolic link: a run writes only inside its run dir; replace the link "
+            "with the folder itself"], proc.stderr
+        assert [p.name for p in outside.iterdir()] == ["notes.tmp.txt"]
+
+
+def test_resuming_another_scripts_run_names_the_script_and_a_foreign_checkpoint_is_blamed(tmp_path):
+    regression = tmp_path / "regression"
+    run_script("train_regression.py", "--run-dir", regression, "--steps", 3)
+    assert json.loads((regression / "config.json").read_text())["script"] == "train_regression.py"
+    proc = run_script("train_gan.py", "--run-dir", regression, "--resume", "--dataset", "ring8", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: --resume: {regression} is a run of regression (train_regression.py), not of gan.trainer: resume it "
+        "with the command that started it"]
+    assert "as it started with" not in proc.stderr  # no flag suggestions built from another script's config
+    gan = tmp_path / "gan"  # a GAN run holding a checkpoint copied in from the regression run
+    (gan / "checkpoints").mkdir(parents=True)
+    (gan / "config.json").write_text(json.dumps({"recipe": "gan.trainer", "z_dim": 2, "dataset": "ring8"}))
+    ckpt = regression / "checkpoints" / "step_00000003.ckpt"
+    (gan / "checkpoints" / ckpt.name).write_bytes(ckpt.read_bytes())
+    proc = run_script("train_gan.py", "--run-dir", gan, "--resume", "--dataset", "ring8", check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: --resume: the latest checkpoint in {gan} is of regression (train_regression.py), but its "
+        "config.json says the run is of gan.trainer: that checkpoint does not belong to this run"]
+    rl = tmp_path / "rl"  # python -m metrics on an RL run pointed at another script's checkpoint
+    rl.mkdir()
+    (rl / "config.json").write_text(json.dumps({"recipe": "rl.ppo", "algo": "ppo"}))
+    proc = run_script("-m", "metrics", rl, "--checkpoint", ckpt, check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        f"error: {ckpt} is not a checkpoint of a train_rl.py run (it is of regression (train_regression.py))"]

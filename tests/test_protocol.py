@@ -77,6 +77,10 @@ def test_sample_counts_that_cannot_fit_in_memory_are_one_line_and_change_nothing
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: --num 1000000000 (the samples) needs at "
                                                                  "least"), lines
     assert (run / "metrics.json").read_bytes() == before and not (tmp_path / "x.npy").exists()
+    existing = tmp_path / "existing.npy"
+    existing.write_bytes(b"keep")
+    code, lines = cli_error(generate.main, [run, "--num", 4, "--out", existing], capsys)
+    assert code == 2 and len(lines) == 1 and "--overwrite" in lines[0] and existing.read_bytes() == b"keep"
 
 
 def test_metrics_cli_refuses_protocol_misuse(tmp_path, capsys):

@@ -47,6 +47,9 @@ def parse_seeds(text):
             if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
                 raise UserError(f"--seeds {text!r}: expected a count (10), a range (0-9) or a list (0,3,7-9)")
             ranges.append((int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    from loops.config import MAX_SEED
+    if any(b - 1 > MAX_SEED for a, b in ranges):  # else every run would fail on its --seed
+        raise UserError(f"--seeds {text.strip()}: seeds must be in [0, {MAX_SEED}]")
     # counted before a list is made: "--seeds 100000000000" would fill the memory before any run
     check_fits([(f"--seeds {text.strip()} (the list of seeds)", sum(b - a for a, b in ranges) * SEED_BYTES)])
     seeds = [s for a, b in ranges for s in range(a, b)]
