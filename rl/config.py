@@ -54,6 +54,8 @@ class RLConfig(RunConfig):
         own = type(self).__dataclass_fields__["algo"].default  # this Config is that algorithm's
         self.check(self.algo == own, f"--algo {self.algo}: this config is {own}'s (train_rl.py picks it by --algo)")
         self.check_positive("num_envs", "total_steps", "hidden", "eval_episodes", "gamma", "log_every")
+        self.check(self.env.strip() != "", "--env must name a gymnasium environment (leave it out or pass auto for "
+                                           "the algorithm's own)")
         self.check(0 < self.gamma <= 1, f"--gamma must be in (0, 1], got {self.gamma}")
         if self.steps == 0:
             self.steps = self.iterations()

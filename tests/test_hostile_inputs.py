@@ -184,6 +184,7 @@ def test_force_cannot_resume_with_a_state_shaped_by_another_value(tmp_path):
     ("train_rl.py", ["--steps", "0"], "--steps 0 is not a value of this flag: leave it out or pass auto for the "
                                       "script's choice (from --total-steps)"),
     ("train_translate.py", ["--ngf", "0"], "--ngf 0 is not a value of this flag"),
+    ("train_rl.py", ["--env", ""], "--env must name a gymnasium environment (leave it out or pass auto"),
 ])
 def test_a_typed_out_auto_placeholder_is_refused_and_the_word_auto_is_not(script, argv, message, capsys):
     """`--steps 0` used to mean the script's choice silently (20000 toy steps); only the word auto,

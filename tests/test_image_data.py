@@ -220,3 +220,10 @@ def test_mnist_format_run_trains_and_evaluates(tmp_path, monkeypatch):
     assert m["pixel_precision"] < m["pixel_precision_reference"] and 0 <= m["pixel_recall"] <= 1
     pixel = json.loads((run / "metrics.json").read_text())["protocol"]["pixel"]
     assert (pixel["real"], pixel["generated"], pixel["k"], pixel["real_split"]) == (150, 200, 5, "test")
+
+
+def test_idx_images_of_another_size_are_resized_to_the_datasets_size(tmp_path):
+    """A consistent IDX file of 64x64 images is usable: read and resized to the 28x28 asked for."""
+    write_idx(str(tmp_path), n=20, size=64)
+    images, labels, classes = load("fashion-mnist", str(tmp_path), 28)
+    assert images.shape == (20, 1, 28, 28) and labels.tolist() == [k % 10 for k in range(20)] and classes == 10
