@@ -4,8 +4,9 @@ step, storage) two ways, same networks (CleanRL's 64-64 tanh actor and critic), 
   host    what rl/ppo.py does today: per step, one compiled policy call, then gymnasium's vector env
           stepped from Python, the arrays stored in numpy;
   native  the whole rollout in ONE compiled call: a graph-mode while loop over rl/native_envs.py's
-          CartPole, each step's row accumulated into one (T, N, F) tensor (a while loop must carry one
-          tensor: docs/traps.md).
+          CartPole, each step's row either accumulated into the one carried (T + 1, N, F) tensor (a
+          while loop must carry one tensor: docs/traps.md), or written in place into a Parameter with
+          scatter_update (the loop then carries only the environments; both give the same rows).
 
     python bench/bench_native_rollout.py                      # 8 x 32 (train_rl.py's PPO), 4 x 128, 256 x 128
 
@@ -119,6 +120,51 @@ def native_rollout(env_id, n, steps, calls, rng):
     return calls * steps * n / (time.perf_counter() - start), compile_s, rows[:steps]
 
 
+def native_rollout_scatter(env_id, n, steps, calls, rng):
+    import mindspore as ms
+    from mindspore import Parameter, Tensor, ops
+    from rl.native_envs import NATIVE_ENVS
+    env = NATIVE_ENVS[env_id]()
+    d, obs_dim = env.state_dim, env.obs_dim
+    actor, critic = networks(obs_dim, env.actions)
+    width = obs_dim + 5
+
+    buffer = Parameter(Tensor(np.zeros((steps, n, width), np.float32)), name="rollout", requires_grad=False)
+
+    @ms.jit
+    def rollout(carry, gumbel, reset_noise):
+        # the rows are written in place into a Parameter; the loop carries only the environments' carry
+        t = Tensor(0, ms.int32)
+        while t < steps:
+            obs = env.observe(carry[:, :d])
+            logits = actor(obs)
+            action = ops.argmax(logits + gumbel[t], -1).astype(ms.int32)
+            logp = ops.gather_elements(ops.log_softmax(logits, -1), 1, action.reshape(-1, 1)).reshape(-1)
+            value = critic(obs).reshape(-1)
+            carry, out = env.step(carry, action, reset_noise[t])
+            done = ops.logical_or(out["terminated"], out["truncated"]).astype(ms.float32)
+            row = ops.concat([obs, ops.stack([action.astype(ms.float32), logp, value, out["reward"], done], 1)], 1)
+            ops.scatter_update(buffer, t.reshape(1), row.reshape(1, n, width))
+            t = t + 1
+        return carry, buffer + 0
+
+    carry = env.initial(Tensor(env.reset_noise(rng, n)))
+
+    def one(carry):
+        gumbel = Tensor(-np.log(-np.log(rng.uniform(1e-12, 1.0, (steps, n, env.actions)))).astype(np.float32))
+        noise = Tensor(np.stack([env.reset_noise(rng, n) for _ in range(steps)]))
+        return rollout(carry, gumbel, noise)
+    start = time.perf_counter()
+    carry, packed = one(carry)
+    packed.asnumpy()
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(calls):
+        carry, packed = one(carry)
+        rows = packed.asnumpy()  # the rollout goes to the host, as GAE and the minibatches need it there today
+    return calls * steps * n / (time.perf_counter() - start), compile_s, rows
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="8x32,4x128,256x128", help="comma-separated ENVSxSTEPS")
@@ -132,8 +178,10 @@ def main(argv):
         n, steps = (int(v) for v in size.split("x"))
         host, host_compile = host_rollout("CartPole-v1", n, steps, args.calls, rng)
         native, native_compile, _ = native_rollout("CartPole-v1", n, steps, args.calls, rng)
-        print(f"  {n:4d} envs x {steps:3d} steps: host loop {host:9.0f} | one compiled call {native:10.0f} "
-              f"({native / host:.1f}x; first call {host_compile:.1f} s / {native_compile:.1f} s)")
+        scatter, scatter_compile, _ = native_rollout_scatter("CartPole-v1", n, steps, args.calls, rng)
+        print(f"  {n:4d} envs x {steps:3d} steps: host loop {host:9.0f} | one call, carried rows {native:10.0f} "
+              f"({native / host:.1f}x) | one call, rows written in place {scatter:10.0f} ({scatter / host:.1f}x); "
+              f"first calls {host_compile:.1f} / {native_compile:.1f} / {scatter_compile:.1f} s")
     return 0
 
 
