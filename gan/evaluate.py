@@ -25,8 +25,10 @@ from metrics.protocol import PAPER_SAMPLES, PROTOCOLS
 def check_samples_fit(n, gen, scored):
     """Refuse (one line) a --num whose samples cannot fit in memory: the samples (chunks and their
     concatenation) and latents; scored: also as many real images and their features."""
-    size = int(np.prod(gen.meta["data_shape"]))
-    per_sample = (3 * size + 2 * 138 if scored else 2 * size) + gen.z_dim
+    shape = gen.meta["data_shape"]
+    size = int(np.prod(shape))
+    scored_images = scored and len(shape) == 3  # toy runs keep no real samples or features
+    per_sample = (3 * size + 2 * 138 if scored_images else 2 * size) + gen.z_dim
     check_fits([(f"--num {n} (the samples{' and the real images they are scored against' if scored else ''})",
                  n * per_sample * FLOAT)])
 

@@ -48,10 +48,12 @@ def memory_parts(cfg, shape):
     many real images and their features; sampling itself runs in fixed chunks)."""
     size = int(np.prod(shape))
     hidden = cfg.width * (int(np.prod(shape[1:])) // 4 if len(shape) == 3 else 1)
-    return [(f"--batch-size {cfg.batch_size} (a training step's activations)",
+    images = len(shape) == 3  # toy runs: no real samples or features are kept, only the samples
+    per_eval_sample = 2 * size + cfg.z_dim + 138 if images else size + cfg.z_dim  # real images are read before
+    return [(f"--batch-size {cfg.batch_size} (a training step's activations)",  # the samples exist: the larger
              2 * cfg.batch_size * (size + cfg.z_dim + hidden) * FLOAT),
             (f"--eval-samples {cfg.eval_samples} (the evaluation's samples, real images and features)",
-             cfg.eval_samples * (3 * size + cfg.z_dim + 2 * 138) * FLOAT)]
+             cfg.eval_samples * per_eval_sample * FLOAT)]
 
 
 class GANTrainer:

@@ -279,9 +279,9 @@ def read_preset_values(path):
     return values
 
 
-# facts a run's config.json records next to its flags (model sizes, the recipe that made it): a run's
+# facts a run's config.json records next to its flags (model sizes, the recipe and script that made it): a run's
 # config.json is a valid preset, so these keys are skipped, not refused
-RECORDED_FACTS = ("params_", "recipe")
+RECORDED_FACTS = ("params_", "recipe", "script")
 
 
 def _representable(value, tname):

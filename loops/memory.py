@@ -23,13 +23,19 @@ def _meminfo_available():
 
 
 def _cgroup_available():
-    """What a cgroup v2 memory limit leaves (a container's limit can be far below the host's memory)."""
+    """What a cgroup v2 memory limit leaves (a container's limit can be far below the host's memory).
+    memory.current counts the page cache, which the kernel reclaims on demand and which in a
+    long-lived container sits near the limit: its inactive file pages count as available."""
     try:
         with open("/sys/fs/cgroup/memory.max") as f:
             limit = f.read().strip()
+        if limit == "max":
+            return None
         with open("/sys/fs/cgroup/memory.current") as f:
             current = int(f.read().strip())
-        return None if limit == "max" else max(0, int(limit) - current)
+        with open("/sys/fs/cgroup/memory.stat") as f:
+            stat = dict(line.split() for line in f if len(line.split()) == 2)
+        return max(0, int(limit) - current + int(stat.get("inactive_file", 0)))
     except (OSError, ValueError):
         return None
 

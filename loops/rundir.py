@@ -50,8 +50,8 @@ def prepare(cfg, script, dataset, loss):
     try:
         os.makedirs(run_dir, exist_ok=True)
         probe = os.path.join(run_dir, f".write_test{os.getpid()}")
-        if os.path.islink(probe):  # planted: never write through it
-            os.remove(probe)
+        if os.path.lexists(probe):  # a planted link (never written through), or left by a killed run with
+            os.remove(probe)      # this pid: the run dir is locked, so nothing else uses the name
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
         os.remove(probe)
     except OSError as e:

@@ -68,9 +68,10 @@ class RLConfig(RunConfig):
     def memory_parts(self):
         """Lower bounds of the memory this run's own arrays take (loops/memory.py): the environments
         with one forward pass over their observations, the hidden x hidden weights (every algorithm
-        has at least two such matrices, each with a gradient and two Adam moments), a replay buffer."""
+        trains at least one such matrix: its weights, gradient and two optimizer slots, or a second
+        network's), a replay buffer."""
         parts = [(f"--num-envs {self.num_envs} (the environments)", self.num_envs * (ENV_BYTES + 2 * self.hidden * FLOAT)),
-                 (f"--hidden {self.hidden} (the networks' weights)", 2 * 4 * self.hidden ** 2 * FLOAT)]
+                 (f"--hidden {self.hidden} (the networks' weights)", 4 * self.hidden ** 2 * FLOAT)]
         if hasattr(self, "buffer_size"):  # a replay buffer: every checkpoint writes all of it (>= 5 floats a row)
             parts.append((f"--buffer-size {self.buffer_size} (the replay buffer)", self.buffer_size * 5 * FLOAT))
         return parts

@@ -166,6 +166,10 @@ class Acrobot(NativeEnv):
         reward = ops.where(terminated, ops.zeros_like(theta1), -ops.ones_like(theta1))
         return ops.stack([theta1, theta2, dtheta1, dtheta2], 1), reward, terminated
 
+    def reset_noise(self, rng, n):  # gymnasium's Acrobot casts its initial state to float32
+        return super().reset_noise(rng, n).astype(np.float32).astype(
+            np.float64 if self.dtype == ms.float64 else np.float32)
+
     def observe(self, states):
         theta1, theta2, dtheta1, dtheta2 = _split(states)
         return ops.stack([ops.cos(theta1), ops.sin(theta1), ops.cos(theta2), ops.sin(theta2), dtheta1, dtheta2],

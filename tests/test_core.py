@@ -170,8 +170,9 @@ def test_redirected_output_shows_start_compile_progress_and_ends_with_the_summar
     again = parse_config(train_regression.RegressionConfig, ["--config", str(run / "config.json")], "")
     assert {k: v for k, v in again.to_dict().items() if k != "config"} == \
         {k: v for k, v in json.loads((run / "config.json").read_text()).items()
-         if k not in ("config", "params_model", "recipe")}
-    assert json.loads((run / "config.json").read_text())["recipe"] == "regression"  # what made the run
+         if k not in ("config", "params_model", "recipe", "script")}
+    made = json.loads((run / "config.json").read_text())  # what made the run
+    assert (made["recipe"], made["script"]) == ("regression", "train_regression.py")
     assert lines[1].startswith("compiling") and lines[2].startswith("compiled; the first step took")
     progress = [l for l in lines if l.startswith("step ")]
     assert progress[0].startswith("step 50/200 (25%)") and progress[-1].startswith("step 200/200 (100%)")

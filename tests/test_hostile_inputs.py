@@ -212,7 +212,7 @@ def test_the_memory_preflight_refuses_what_cannot_fit_and_names_the_largest_part
 
 
 @pytest.mark.parametrize("main, argv, message", [
-    ("train_rl", ["--hidden", "100000"], "error: --hidden 100000 (the networks' weights) needs at least 298.0 GB"),
+    ("train_rl", ["--hidden", "100000"], "error: --hidden 100000 (the networks' weights) needs at least 149.0 GB"),
     ("train_rl", ["--algo", "sac", "--buffer-size", "100000000000"], "error: --buffer-size 100000000000 (the replay "
                                                                       "buffer) needs at least 1862.6 GB"),
     ("train_rl", ["--num-envs", "100000000", "--total-steps", "10000000000"],
@@ -234,7 +234,7 @@ def test_a_gan_run_that_cannot_fit_in_memory_leaves_no_run_dir(tmp_path):
     for argv, message in ((["--dataset", "ring8", "--batch-size", 100000000], "--batch-size 100000000 (a training "
                                                                               "step's activations) needs at least"),
                           (["--eval-samples", 1000000000], "--eval-samples 1000000000 (the evaluation's samples, real "
-                                                           "images and features) needs at least 1862.6 GB")):
+                                                           "images and features) needs at least 1110.1 GB")):
         proc = run_script("train_gan.py", *argv, "--run-dir", tmp_path / "run", check=False)
         assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr
         assert error_lines(proc)[0].startswith("error: " + message), proc.stderr

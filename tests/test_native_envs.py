@@ -131,3 +131,34 @@ def test_a_rollout_in_one_compiled_while_loop_equals_stepping_one_call_at_a_time
     assert (packed[:, d] == steps % native.max_steps).all()  # elapsed restarted at each time limit
     again = native.reset_noise(np.random.default_rng(0), n)
     np.testing.assert_array_equal(again, noise.asnumpy()[0])  # a function of the run's generator alone
+
+
+@pytest.mark.parametrize("env_id", sorted(NATIVE_ENVS))
+def test_time_limits_and_initial_states_are_gymnasiums(env_id):
+    """The random-action episodes above end long before CartPole's or Acrobot's limit: the limits and
+    the initial-state ranges are compared with gymnasium's own here."""
+    native = NATIVE_ENVS[env_id]()
+    assert native.max_steps == gym.spec(env_id).max_episode_steps
+    env = gym.make(env_id).unwrapped
+    theirs = np.array([np.array(env.reset(seed=s) and env.state, np.float64) for s in range(300)])
+    ours = native.reset_noise(np.random.default_rng(0), 300)
+    low, high = np.broadcast_to(native.reset_low, ours.shape[1:]), np.broadcast_to(native.reset_high, ours.shape[1:])
+    for states in (theirs, ours):  # both fill the same box: inside it, and reaching near each edge
+        assert (states >= low - 1e-7).all() and (states <= high + 1e-7).all()
+        span = np.maximum(high - low, 1e-12)
+        assert ((states.min(0) - low) / span < 0.05).all() and ((high - states.max(0)) / span < 0.05).all()
+
+
+def test_a_step_that_terminates_at_the_time_limit_is_both_terminated_and_truncated():
+    """As gymnasium's TimeLimit: truncated is set on the last allowed step even when it terminates."""
+    native = NATIVE_ENVS["CartPole-v1"]()
+    limit = native.max_steps
+    # env 0 falls (x beyond 2.4) on its 500th step; env 1 falls earlier; env 2 reaches the limit upright
+    carry = Tensor(np.array([[2.39, 1.0, 0, 0, limit - 1, 499.0], [2.39, 1.0, 0, 0, 10, 10.0],
+                             [0, 0, 0, 0, limit - 1, 499.0]], np.float32))
+    noise = Tensor(np.full((3, 4), 0.01, np.float32))
+    carry, out = native.step(carry, Tensor(np.ones(3, np.int32)), noise)
+    assert out["terminated"].asnumpy().tolist() == [True, True, False]
+    assert out["truncated"].asnumpy().tolist() == [True, False, True]
+    assert out["episode_length"].asnumpy().tolist() == [limit, 11, limit]
+    np.testing.assert_allclose(carry.asnumpy(), np.concatenate([np.full((3, 4), 0.01), np.zeros((3, 2))], 1))
