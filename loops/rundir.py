@@ -60,7 +60,7 @@ def prepare(cfg, script, dataset, loss):
 
 
 def made_by_text(recipe, script=""):
-    """ "rl.ppo (train_rl.py)": the recipe module, and the script that ran it where recorded."""
+    """ "regression (train_regression.py)": the recipe module, and the script that ran it where recorded."""
     return f"{recipe} ({script})" if recipe and script else recipe or script
 
 

@@ -155,7 +155,7 @@ def test_continuous_actions_train(tmp_path):
                          "did you mean 'sac'?"),
     (["--num-envs", "0"], "--num-envs must be > 0, got 0"),  # 0 is not "auto"
     (["--alg", "sac"], "unrecognized arguments: --alg sac; did you mean --algo?"),  # no abbreviations: no recipe mix-up
-    (["--env", ""], "--env : "),
+    (["--env", ""], "--env must name a gymnasium environment"),  # refused before gymnasium sees it
     (["--algo", "sac", "--total-steps", "500", "--learning-starts", "500"], "must exceed --learning-starts"),
     (["--algo", "sac", "--learning-starts", "300", "--buffer-size", "200"], "must not exceed --buffer-size"),
     (["--algo", "sac", "--alpha", "0.2", "--lr-alpha", "0.1"], "--lr-alpha needs a learned temperature"),
