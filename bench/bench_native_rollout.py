@@ -18,7 +18,9 @@ import os
 import sys
 import time
 
+import mindspore as ms
 import numpy as np
+from mindspore import ops
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -69,6 +71,19 @@ def host_rollout(env_id, n, steps, calls, rng):
     return calls * steps * n / (time.perf_counter() - start), compile_s
 
 
+def step_row(env, actor, critic, carry, gumbel, reset_noise):
+    """One rollout step inside the graph: (the environments' next carry, the stored row: obs, action,
+    log pi(action), V(obs), reward, done). Module-level: a graph cannot run an import statement."""
+    obs = env.observe(carry[:, :env.state_dim])
+    logits = actor(obs)
+    action = ops.argmax(logits + gumbel, -1).astype(ms.int32)
+    logp = ops.gather_elements(ops.log_softmax(logits, -1), 1, action.reshape(-1, 1)).reshape(-1)
+    value = critic(obs).reshape(-1)
+    carry, out = env.step(carry, action, reset_noise)
+    done = ops.logical_or(out["terminated"], out["truncated"]).astype(ms.float32)
+    return carry, ops.concat([obs, ops.stack([action.astype(ms.float32), logp, value, out["reward"], done], 1)], 1)
+
+
 def native_rollout(env_id, n, steps, calls, rng):
     import mindspore as ms
     from mindspore import Tensor, ops
@@ -86,14 +101,7 @@ def native_rollout(env_id, n, steps, calls, rng):
         t = Tensor(0, ms.int32)
         while t < steps:
             carry = packed[steps, :, :d + 2]
-            obs = env.observe(carry[:, :d])
-            logits = actor(obs)
-            action = ops.argmax(logits + gumbel[t], -1).astype(ms.int32)
-            logp = ops.gather_elements(ops.log_softmax(logits, -1), 1, action.reshape(-1, 1)).reshape(-1)
-            value = critic(obs).reshape(-1)
-            carry, out = env.step(carry, action, reset_noise[t])
-            done = ops.logical_or(out["terminated"], out["truncated"]).astype(ms.float32)
-            row = ops.concat([obs, ops.stack([action.astype(ms.float32), logp, value, out["reward"], done], 1)], 1)
+            carry, row = step_row(env, actor, critic, carry, gumbel[t], reset_noise[t])
             at = ops.one_hot(t, steps + 1, Tensor(1.0, ms.float32), Tensor(0.0, ms.float32)).reshape(-1, 1, 1)
             last = ops.one_hot(Tensor(steps, ms.int32), steps + 1, Tensor(1.0, ms.float32),
                                Tensor(0.0, ms.float32)).reshape(-1, 1, 1)
@@ -136,14 +144,7 @@ def native_rollout_scatter(env_id, n, steps, calls, rng):
         # the rows are written in place into a Parameter; the loop carries only the environments' carry
         t = Tensor(0, ms.int32)
         while t < steps:
-            obs = env.observe(carry[:, :d])
-            logits = actor(obs)
-            action = ops.argmax(logits + gumbel[t], -1).astype(ms.int32)
-            logp = ops.gather_elements(ops.log_softmax(logits, -1), 1, action.reshape(-1, 1)).reshape(-1)
-            value = critic(obs).reshape(-1)
-            carry, out = env.step(carry, action, reset_noise[t])
-            done = ops.logical_or(out["terminated"], out["truncated"]).astype(ms.float32)
-            row = ops.concat([obs, ops.stack([action.astype(ms.float32), logp, value, out["reward"], done], 1)], 1)
+            carry, row = step_row(env, actor, critic, carry, gumbel[t], reset_noise[t])
             ops.scatter_update(buffer, t.reshape(1), row.reshape(1, n, width))
             t = t + 1
         return carry, buffer + 0
