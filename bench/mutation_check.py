@@ -1,7 +1,7 @@
 """How much the test suite catches: plant one plausible bug at a time in a scratch copy of the
 repository, run the tests that should catch it, and report caught / missed.
 
-    python bench/mutation_check.py            # every mutation (~15 min on 2 cores)
+    python bench/mutation_check.py            # every mutation (~35 min on 2 cores)
     python bench/mutation_check.py --list     # the mutations, without running anything
     python bench/mutation_check.py gp_at_reals r1_on_fakes
 
@@ -97,6 +97,103 @@ MUTATIONS = {
     "modes_pacgan_wrong": (
         [("metrics/toy.py", '"modes_pacgan": int((counts >= 1).sum())', '"modes_pacgan": int(covered.sum())')],
         ["tests/test_metrics.py"], "PacGAN's mode count equal to ours"),
+    # ---- rl/: what each model learns from (tests/test_rl_dataflow.py and the numpy loss tests) ----
+    "ppo_rollout_next_obs": (
+        [("rl/ppo.py", "buf.obs[t], buf.actions[t], buf.logprobs[t], buf.values[t] = self.obs, action, logp, value",
+          "buf.obs[t], buf.actions[t], buf.logprobs[t], buf.values[t] = obs, action, logp, value")],
+        ["tests/test_rl_dataflow.py"], "PPO stores s_{t+1} beside a_t"),
+    "gae_gamma_lambda_swapped": (
+        [("rl/ppo.py", "next_value, cfg.gamma, cfg.gae_lambda)", "next_value, cfg.gae_lambda, cfg.gamma)")],
+        ["tests/test_rl_dataflow.py"], "GAE called with gamma and lambda swapped"),
+    "ppo_actor_on_returns": (
+        [("rl/ppo.py", "self.buffer.logprobs, self.advantages)", "self.buffer.logprobs, self.returns)")],
+        ["tests/test_rl_dataflow.py"], "the actor trained on returns instead of advantages"),
+    "ppo_advantages_unnormalised": (
+        [("rl/ppo.py", "adv = ((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32)", "adv = adv.astype(np.float32)")],
+        ["tests/test_rl_dataflow.py"], "no per-minibatch advantage normalisation"),
+    "ppo_truncation_not_bootstrapped": (
+        [("rl/ppo.py", "if cut.any():", "if False:")],
+        ["tests/test_rl_dataflow.py"], "PPO treats a time limit as a terminal state"),
+    "ppo_truncation_not_an_end": (
+        [("rl/ppo.py", "buf.rewards[t], buf.dones[t] = reward, (terminated | truncated)",
+          "buf.rewards[t], buf.dones[t] = reward, terminated")],
+        ["tests/test_rl_dataflow.py"], "GAE runs on across a time limit into the next episode"),
+    "ppo_gaussian_logp_no_log_std": (
+        [("rl/ppo.py", "logp = ops.sum(-0.5 * z * z - log_std - LOG_SQRT_2PI, -1)", "logp = ops.sum(-0.5 * z * z - LOG_SQRT_2PI, -1)")],
+        ["tests/test_rl_dataflow.py"], "continuous PPO's log-probability without its -log std"),
+    "ppo_entropy_bonus_sign": (
+        [("rl/ppo.py", "- ent_coef * ops.mean(entropy)", "+ ent_coef * ops.mean(entropy)")],
+        ["tests/test_rl_dataflow.py"], "--ent-coef penalises entropy instead of rewarding it"),
+    "ppo_surrogate_max": (
+        [("rl/ppo.py", "surrogate = ops.minimum(ratio * advantages", "surrogate = ops.maximum(ratio * advantages")],
+        ["tests/test_rl.py::test_clipped_objective_matches_numpy"], "the clipped surrogate takes the max (an optimistic bound)"),
+    "sac_truncation_terminal": (
+        [("rl/agent.py", "terminated=terminated.astype(np.float32))", "terminated=(terminated | truncated).astype(np.float32))")],
+        ["tests/test_rl_dataflow.py"], "off-policy agents store a time limit as terminal"),
+    "sac_next_obs_is_reset": (
+        [("rl/agent.py", 'next_obs[i] = info["final_obs"][i]', "pass")],
+        ["tests/test_rl_dataflow.py"], "next_obs at an episode's end is the next episode's first observation"),
+    "sac_online_critic_as_target": (
+        [("rl/sac.py", "t1, t2 = target(next_obs, next_action)", "t1, t2 = critic(next_obs, next_action)")],
+        ["tests/test_rl.py::test_sac_losses_match_numpy"], "SAC's TD target from the online critics"),
+    "sac_no_terminal_mask": (
+        [("rl/sac.py", "(1.0 - terminated) * gamma * soft_value", "gamma * soft_value")],
+        ["tests/test_rl.py::test_sac_losses_match_numpy"], "SAC bootstraps through terminal states"),
+    "sac_target_entropy_sign": (
+        [("rl/sac.py", "self.target_entropy = -float(act_dim)", "self.target_entropy = float(act_dim)")],
+        ["tests/test_rl.py::test_sac_losses_match_numpy"], "target entropy +dim(A)"),
+    "sac_polyak_inverted": (
+        [("rl/sac.py", "EMA(self.critic.net, self.target, 1.0 - cfg.tau)", "EMA(self.critic.net, self.target, cfg.tau)")],
+        ["tests/test_rl.py::test_sac_updates_touch_only_their_own_model_and_polyak_moves_the_targets"],
+        "targets move by 1 - tau instead of tau"),
+    "replay_size_is_cursor": (
+        [("rl/replay.py", "self.size = min(self.capacity, self.size + n)", "self.size = self.pos")],
+        ["tests/test_rl_dataflow.py"], "the replay buffer's size read from its cursor (shrinks when it wraps)"),
+    "replay_newest_row_never_drawn": (
+        [("rl/replay.py", "rng.integers(0, self.size, batch_size)", "rng.integers(0, self.size - 1, batch_size)")],
+        ["tests/test_rl_dataflow.py"], "the replay buffer never samples its last row"),
+    "td3_smoothing_unclipped": (
+        [("rl/td3.py", "smoothing = ops.clip_by_value(noise * policy_noise, -noise_clip, noise_clip) * scale",
+          "smoothing = noise * policy_noise * scale")],
+        ["tests/test_td3_ddpg.py::test_td3_critic_and_actor_losses_match_numpy"], "TD3's smoothing noise not clipped"),
+    "dqn_double_picks_with_target": (
+        [("rl/dqn.py", "best = ops.argmax(q(next_obs), -1)", "best = ops.argmax(next_q, -1)")],
+        ["tests/test_dqn.py::test_td_loss_and_its_gradient_match_numpy"], "Double DQN's argmax taken by the target network"),
+    # bugs that break learning outright: the slow learning tests alone must catch them
+    "ppo_advantage_sign": (
+        [("rl/ppo.py", "inputs = (obs, actions, logprobs, adv)", "inputs = (obs, actions, logprobs, -adv)")],
+        ["tests/test_rl.py::test_ppo_learns_cartpole_far_above_a_random_policy"], "PPO ascends the wrong way"),
+    "sac_actor_minimises_q": (
+        [("rl/sac.py", "return ops.mean(alpha() * logp - ops.minimum(q1, q2)), -ops.mean(logp)",
+          "return ops.mean(alpha() * logp + ops.minimum(q1, q2)), -ops.mean(logp)")],
+        ["tests/test_rl.py::test_sac_learns_pendulum_far_above_a_random_policy"], "SAC's actor minimises Q"),
+    # ---- models/ and the flag cache ----
+    "dcgan_no_tanh": (
+        [("models/dcgan.py", "            nn.Tanh(),\n        ])", "        ])")],
+        ["tests/test_model_matrix.py::test_image_generators_end_in_the_image_range"], "DCGAN's generator without its tanh output"),
+    "projection_term_dropped": (
+        [("models/mlp.py", "            out = out + (self.embed(y) * h).sum(-1)", "            out = out")],
+        ["tests/test_model_matrix.py", "tests/test_train_gan.py"], "the projection discriminator ignores the label"),
+    "generator_ignores_label": (
+        [("models/mlp.py", "            z = z * self.embed(y)\n        return self.net(z)", "            pass\n        return self.net(z)")],
+        ["tests/test_model_matrix.py", "tests/test_train_gan.py"], "the conditional toy generator ignores the label"),
+    "resnet_block_no_residual": (
+        [("models/translate.py", "        return x + self.conv_block(x)", "        return self.conv_block(x)")],
+        ["tests/test_translate_models.py::test_resnet_and_unet_blocks_keep_their_skip_connections"],
+        "CycleGAN's ResNet block without its skip"),
+    "unet_skip_dropped": (
+        [("models/translate.py", "        return ops.cat((x, self.model(x)), 1)", "        return ops.cat((self.model(x), self.model(x)), 1)")],
+        ["tests/test_translate_models.py::test_resnet_and_unet_blocks_keep_their_skip_connections"],
+        "pix2pix's U-Net passes no skip (the branch twice: same shapes and counts)"),
+    "flagcache_scripts_unhashed": (
+        [("loops/flagcache.py", 'files = [os.path.join(ROOT, n) for n in os.listdir(ROOT) if n.endswith(".py")]', "files = []")],
+        ["tests/test_flagcache.py"], "an edited entry script keeps its stale flags"),
+    "flagcache_python_unhashed": (
+        [("loops/flagcache.py", "digest = hashlib.sha256(sys.version.encode())", "digest = hashlib.sha256()")],
+        ["tests/test_flagcache.py"], "another Python reads this one's kept flags"),
+    "flagcache_variant_ignored": (
+        [("loops/flagcache.py", '(f"-{variant}" if variant else "")', '""')],
+        ["tests/test_flagcache.py"], "every recipe of a script shares one flag file"),
 }
 
 

@@ -76,3 +76,10 @@ def test_an_edited_source_file_invalidates_the_kept_flags(tmp_path, monkeypatch)
     flagcache.save("script.py", spec)  # the next full run keeps the new list and drops the old one
     kept = [n for n in os.listdir(tmp_path / "__pycache__") if n.startswith("flags-script-")]
     assert len(kept) == 1 and flagcache.load("script.py") == spec
+    (tmp_path / "script.py").write_text("# a new flag\n")  # an entry script's own edit counts too
+    assert flagcache.load("script.py") is None
+    flagcache.save("script.py", spec)
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")  # byte code and repr may differ
+    assert flagcache.load("script.py") is None
+    flagcache.save("script.py", spec, variant="sac")  # a recipe of the script keeps its own file
+    assert flagcache.load("script.py", variant="sac") == spec and flagcache.load("script.py") is None

@@ -56,3 +56,17 @@ def test_mixed_precision_levels_train_and_keep_float32_master_weights(graph_mode
     assert all(p.dtype == ms.float32 for p in D.trainable_params())
     assert any(not np.array_equal(a, b) for a, b in zip(d0, weights(D)))
     assert np.isfinite(float(g()[0].asnumpy()))
+
+
+@pytest.mark.parametrize("arch, shape", [("dcgan", (1, 8, 8)), ("sngan", (3, 32, 32)), ("biggan", (3, 32, 32))])
+def test_image_generators_end_in_the_image_range(graph_mode, arch, shape):
+    """Images live in [-1, 1] (the data's range): with a huge z the output nears the bounds
+    and never passes them (a generator that lost its tanh fails)."""
+    from models import ARCHS
+    ms.set_seed(0)
+    G = ARCHS[arch][0](8, shape, width=8)
+    G.set_train(False)
+    z = Tensor(100 * np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32))
+    out = G(z).asnumpy()
+    # (MindSpore's CPU tanh may overshoot 1 by ~1e-5, docs/traps.md)
+    assert out.shape == (4,) + shape and 0.9 < np.abs(out).max() <= 1 + 1e-4, np.abs(out).max()

@@ -193,6 +193,9 @@ def test_sac_losses_match_numpy(graph_mode, tmp_path):
     noise = rng.normal(size=(B, 1)).astype(np.float32)
     agent.alpha.net.value.set_data(Tensor(np.array([-0.7], np.float32)))
     alpha, gamma = np.exp(-0.7), agent.cfg.gamma
+    for p in agent.target.get_parameters():  # targets that differ from the critics, as they do after a step
+        p.set_data(Tensor(p.asnumpy() + rng.normal(0, 0.2, p.shape).astype(np.float32)))
+    assert agent.target_entropy == -1.0  # -dim(A): Pendulum's action is one number
 
     def q(net, o, a):
         return [x.asnumpy().astype(np.float64) for x in net(Tensor(o), Tensor(a.astype(np.float32)))]

@@ -11,8 +11,8 @@ import pytest
 from mindspore import Tensor, nn
 
 from models.translate import (DISCRIMINATORS, GENERATORS, ConvTranspose2d, InstanceNorm2d, NLayerDiscriminator,
-                              PixelDiscriminator, ResnetGenerator, UnetGenerator, d_output_size, make_translation_nets,
-                              patch_size, size_multiple)
+                              PixelDiscriminator, ResnetBlock, ResnetGenerator, UnetGenerator, UnetSkipConnectionBlock,
+                              d_output_size, make_translation_nets, patch_size, size_multiple)
 
 # Trainable parameter counts of the reference's networks, sum(p.numel() for p in net.parameters()
 # if p.requires_grad), built in PyTorch 2.13.0 (CPU) in a separate venv:
@@ -327,3 +327,16 @@ def test_batchnorm_running_stats_move_only_in_training(graph_mode):
         return net(x).mean()
     ms.jit(ms.value_and_grad(loss_fn, None, params))(x)
     assert all(not np.array_equal(b, p.asnumpy()) for b, p in zip(before, stats))
+
+
+def test_resnet_and_unet_blocks_keep_their_skip_connections():
+    """CycleGAN's ResNet block returns x + branch(x); a U-Net block below the outermost returns
+    cat(x, branch(x)) on channels (pix2pix's skips): the parameter counts hold without either."""
+    x = Tensor(np.random.default_rng(0).normal(size=(2, 4, 8, 8)).astype(np.float32))
+    block = ResnetBlock(4, "instance", use_dropout=False, use_bias=True)
+    np.testing.assert_allclose(block(x).asnumpy(), (x + block.conv_block(x)).asnumpy(), rtol=1e-6, atol=1e-6)
+    inner = UnetSkipConnectionBlock(4, 8, norm="instance", innermost=True)
+    out = inner(x).asnumpy()
+    assert out.shape == (2, 8, 8, 8)
+    np.testing.assert_array_equal(out[:, :4], x.asnumpy())
+    np.testing.assert_allclose(out[:, 4:], inner.model(x).asnumpy(), rtol=1e-6, atol=1e-6)
