@@ -19,7 +19,7 @@ Differences from CleanRL: the actor and the targets update every iteration, as i
 (CleanRL's DDPG keeps TD3's policy_frequency 2); the learning rate 1e-3 (the SB3 zoo's Pendulum
 value; CleanRL: 3e-4), 1000 warm-up steps (CleanRL: 25k, more than the whole default run) and a
 100k-transition buffer (CleanRL: 1e6; with 20k steps both hold every transition). Like CleanRL, the
-learning rates are constant: --anneal-lr (linear to 0, the default of PPO and SAC here) is off by
+learning rates are constant: --anneal-lr (linear to 0, the default of PPO and DQN here) is off by
 default. Differences from the paper, kept from CleanRL: Gaussian exploration noise (the paper: an
 Ornstein-Uhlenbeck process); two relu layers of 256, no batch normalisation, no weight decay, one
 learning rate, batch 256, tau 0.005 (the paper: 400 and 300 units, batch norm, L2 1e-2 on Q, actor lr

@@ -12,10 +12,12 @@ One driver iteration = one vector step of the environments (after --learning-sta
 random actions) + one critic step (with its target update, in the same compiled call); every
 --policy-frequency iterations, that many actor and temperature steps (each actor step followed by a
 temperature step, in one compiled call). Exploration and the policy's reparameterisation noise are
-drawn on the host, so the host RNG alone decides a run. Unlike CleanRL, the learning rates anneal
-linearly to 0 by default (train_rl.py --anneal-lr; --no-anneal-lr: constant).
-Defaults: CleanRL's / the SB3 zoo's Pendulum settings.
-"""
+drawn on the host, so the host RNG alone decides a run.
+Defaults: the SB3 zoo's Pendulum-v1 hyperparameters (hyperparams/sac.yml: 20k steps, lr 1e-3 for every
+model, constant; SB3's SAC defaults for the rest: 100 random steps, batch 256, tau 0.005, gamma 0.99,
+one critic, actor and temperature step per environment step, two relu layers of 256) on CleanRL's SAC;
+docs/rl.md lists where CleanRL's implementation differs from SB3's (log std range, action units,
+temperature loss)."""
 import math
 from dataclasses import dataclass
 
@@ -42,13 +44,13 @@ MODELS = {"actor": "the actor", "critic": "both Q networks", "alpha": "the tempe
 
 @dataclass
 class Config(algorithm_config("sac", MODELS, env="Pendulum-v1", num_envs=1, total_steps=20_000, hidden=256,
-                              gamma=0.99, log_every=250)):
+                              gamma=0.99, anneal_lr=False, log_every=250)):
     HELP_GROUPS = {"SAC": ("buffer_size", "batch_size", "learning_starts", "tau", "policy_frequency", "alpha")}
     buffer_size: int = opt(100_000, "replay buffer capacity (transitions; saved in every checkpoint)")
     batch_size: int = opt(256, "transitions per update")
-    learning_starts: int = opt(1000, "uniform random environment steps before the first update")
+    learning_starts: int = opt(100, "uniform random environment steps before the first update")
     tau: float = opt(0.005, "Polyak rate of the target critics")
-    policy_frequency: int = opt(2, "actor and temperature steps, that many every that many iterations")
+    policy_frequency: int = opt(1, "actor and temperature steps, that many every that many iterations")
     alpha: float = opt(0.0, "fixed temperature; 0: learned (target entropy -dim(actions))")
 
     def iterations(self):  # one iteration: one vector step of the environments, after the random warm-up

@@ -26,7 +26,7 @@ action dimension's own bounds (CleanRL: to the first dimension's); the smoothing
 the host, not by torch; the first update follows --learning-starts random steps and one step of the
 policy (CleanRL: two); the critic's loss is logged as losses/qf_loss = (qf1 + qf2) / 2, as CleanRL does, while the
 optimised loss is their sum. Like CleanRL, the learning rates are constant: --anneal-lr (linear to
-0, the default of PPO and SAC here) is off by default.
+0, the default of PPO and DQN here) is off by default.
 Defaults: CleanRL's TD3 (two relu layers of 256, batch 256, tau 0.005, gamma 0.99, exploration noise
 0.1, policy noise 0.2, noise clip 0.5, policy frequency 2) with the SB3 zoo's Pendulum lr 1e-3.
 
