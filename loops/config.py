@@ -214,7 +214,9 @@ def parser_from_spec(spec):
         for f in flags:
             if f["type"] == "bool":
                 group.add_argument(_flag(f["name"]), action="store_true", help=f["help"])
-                if f["default"] is True:
+                # --no-X as well where X is off by default: a command that spells out a default keeps
+                # working when a recipe's default changes (SAC's --anneal-lr did)
+                if not f["name"].startswith("no_"):
                     group.add_argument("--no-" + f["name"].replace("_", "-"), dest=f["name"], action="store_false")
                 continue
             typ = {"int": int, "float": float, "str": str}[f["type"]]

@@ -218,6 +218,19 @@ def test_auto_is_one_word_for_every_value_the_script_decides(tmp_path, capsys):
         parse(train_gan.GANConfig, ["--config", str(preset)], "")
 
 
+def test_every_switch_takes_both_spellings_whatever_its_default():
+    """--X and --no-X for every boolean flag: a command that spells out a default keeps working after
+    a recipe changes that default (SAC's --anneal-lr went from on to off)."""
+    from rl import algorithm
+    for algo, default in (("ppo", True), ("sac", False)):
+        config = algorithm(algo).Config
+        assert parse_config(config, [], "").anneal_lr is default
+        assert parse_config(config, ["--no-anneal-lr"], "").anneal_lr is False
+        assert parse_config(config, ["--anneal-lr"], "").anneal_lr is True
+    help_text = build_parser(RunConfig, "").format_help()
+    assert "--no-progress" in help_text and "--no-no-progress" not in help_text
+
+
 def test_mindspore_compile_debris_leaves_the_working_directory(tmp_path, monkeypatch, capsys):
     """A failed compile makes MindSpore write rank_0/om/analyze_fail.ir into the working directory;
     run_cli moves it to a temp dir (and says where under --debug); a rank_0 that was there before stays."""
