@@ -29,16 +29,24 @@ def test_gae_matches_the_sum_of_discounted_td_errors():
     adv, ret = gae(rewards, values, dones, next_value, gamma, lam)
     following = np.concatenate([values[1:], next_value[None]])
     delta = rewards + gamma * following * (1 - dones) - values
+    np.testing.assert_allclose(adv, discounted_td_sums(delta, dones, gamma, lam), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ret, adv + values)
+
+
+def discounted_td_sums(delta, ends, gamma, lam):
+    """A_t = sum_l (gamma lam)^l delta_{t+l}, each sum cut after the first step that ends an episode
+    (the definition GAE's recursion computes), for (T, N) arrays."""
+    T, N = delta.shape
+    adv = np.zeros((T, N))
     for n in range(N):
         for t in range(T):
-            total, weight = 0.0, 1.0
+            weight = 1.0
             for k in range(t, T):
-                total += weight * delta[k, n]
-                if dones[k, n]:
+                adv[t, n] += weight * delta[k, n]
+                if ends[k, n]:
                     break
                 weight *= gamma * lam
-            assert adv[t, n] == pytest.approx(total, abs=1e-9)
-    np.testing.assert_allclose(ret, adv + values)
+    return adv
 
 
 def tiny_agent(tmp_path, *args):

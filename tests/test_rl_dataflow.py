@@ -12,7 +12,7 @@ from mindspore import Tensor
 
 from rl.ppo import log_prob_and_entropy
 from rl.replay import ReplayBuffer
-from test_rl import tiny_agent
+from test_rl import discounted_td_sums, tiny_agent
 
 LIMIT = 5  # steps per episode of the short-limit environments: a rollout of 8 steps crosses one
 
@@ -74,7 +74,6 @@ def reference_gae(seen, values, next_value, gamma, lam, value_of):
     """Advantages and returns from the raw environment steps: a truncated step's reward gains
     gamma V(final observation); an episode's end (terminated or truncated) cuts the sum
     A_t = sum_l (gamma lam)^l delta_{t+l}."""
-    T, N = values.shape
     rewards = np.array([s["reward"] for s in seen], np.float64)
     ends = np.array([s["terminated"] | s["truncated"] for s in seen])
     for t, s in enumerate(seen):
@@ -82,15 +81,7 @@ def reference_gae(seen, values, next_value, gamma, lam, value_of):
             rewards[t, i] += gamma * value_of([s["final"][i]])[0]
     following = np.concatenate([values[1:], next_value[None]])
     delta = rewards + gamma * following * ~ends - values
-    adv = np.zeros((T, N))
-    for i in range(N):
-        for t in range(T):
-            weight = 1.0
-            for k in range(t, T):
-                adv[t, i] += weight * delta[k, i]
-                if ends[k, i]:
-                    break
-                weight *= gamma * lam
+    adv = discounted_td_sums(delta, ends, gamma, lam)
     return rewards, ends, adv, adv + values
 
 
