@@ -215,7 +215,7 @@ def parser_from_spec(spec):
             if f["type"] == "bool":
                 group.add_argument(_flag(f["name"]), action="store_true", help=f["help"])
                 # --no-X as well where X is off by default: a command that spells out a default keeps
-                # working when a recipe's default changes (SAC's --anneal-lr did)
+                # working when a recipe's default changes
                 if not f["name"].startswith("no_"):
                     group.add_argument("--no-" + f["name"].replace("_", "-"), dest=f["name"], action="store_false")
                 continue
