@@ -11,9 +11,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_script(script, *args, check=True, timeout=600):
-    """Run `python script args...` from the repo root; returns the CompletedProcess."""
-    env = loops.child_env(PYTHONUNBUFFERED="1", GLOG_v="3")  # scripts run as users', not with our cap
+def run_script(script, *args, check=True, timeout=600, env=None):
+    """Run `python script args...` from the repo root (`env`: extra variables); returns the CompletedProcess."""
+    env = loops.child_env(PYTHONUNBUFFERED="1", GLOG_v="3", **(env or {}))  # as users' runs, not with our settings
     proc = subprocess.run([sys.executable, script, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

@@ -1,12 +1,15 @@
 """train_regression.py end to end: convergence, exact resume, TensorBoard tags, CLI errors."""
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+import loops
 import train_regression
-from conftest import assert_same_arrays, checkpoint_arrays, cli_error, error_lines, run_script, scalar_tags
+from conftest import ROOT, assert_same_arrays, checkpoint_arrays, cli_error, error_lines, run_script, scalar_tags
 
 
 def test_converges_to_true_line_and_logs(tmp_path):
@@ -25,6 +28,23 @@ def test_converges_to_true_line_and_logs(tmp_path):
     assert losses[-1] < losses[0]
     assert "config/text_summary" in tags["tensors"]
     assert os.listdir(run / "checkpoints") == ["step_00000500.ckpt"]
+
+
+def test_host_blocking_default_and_both_host_modes_train_the_same_bits(tmp_path):
+    """loops sets MS_DEV_HOST_BLOCKING_RUN=1 below 4 cores unless the user set it; runs in either host
+    mode give the same weights (it moves where calls run, not what they compute)."""
+    probe = "import os, sys; os.sched_setaffinity(0, {0}); import loops; print(os.environ.get('MS_DEV_HOST_BLOCKING_RUN'))"
+    for user, seen in ((None, "1"), ("0", "0")):
+        env = {k: v for k, v in loops.child_env().items() if k != "MS_DEV_HOST_BLOCKING_RUN"}
+        env.update({"MS_DEV_HOST_BLOCKING_RUN": user} if user else {})
+        out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert out.stdout.split() == [seen], (user, out.stdout, out.stderr[-500:])
+    runs = {mode: tmp_path / f"host{mode}" for mode in "01"}
+    for mode, run in runs.items():
+        run_script("train_regression.py", "--run-dir", run, "--steps", 300, "--optimizer", "adam",
+                   env={"MS_DEV_HOST_BLOCKING_RUN": mode})
+    assert_same_arrays(checkpoint_arrays(runs["0"] / "checkpoints/step_00000300.ckpt"),
+                       checkpoint_arrays(runs["1"] / "checkpoints/step_00000300.ckpt"))
 
 
 def test_resume_is_bit_identical(tmp_path):
