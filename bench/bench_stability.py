@@ -1,6 +1,6 @@
 """Run-to-run stability of whole training processes, alone and beside one busy neighbour process.
 
-    python bench/bench_stability.py [--jobs regression,ring8,digits] [--runs 10] [--record]
+    python bench/bench_stability.py [--jobs regression,ring8,digits] [--runs 10] [--alone-only] [--record]
 
 Each job runs `--runs` times back to back, ours and its PyTorch eager twin (bench/torch_twin.py)
 alternating, first with the machine otherwise idle, then with one neighbour process spinning a
@@ -41,13 +41,13 @@ class Neighbour:
         self.proc.wait()
 
 
-def measure(name, runs, tmp):
+def measure(name, runs, tmp, conditions):
     args, steps, job = JOBS[name]
     runners = {"ours": lambda: ours(args, steps, tmp)[0]}
     if job:
         runners["torch"] = lambda: twin(job, steps)[0]
-    walls = {(who, busy): [] for who in runners for busy in (False, True)}
-    for busy in (False, True):
+    walls = {(who, busy): [] for who in runners for busy in conditions}
+    for busy in conditions:
         with Neighbour() if busy else open(os.devnull):
             for _ in range(runs):
                 for who, run in runners.items():
@@ -64,11 +64,12 @@ def table(results):
                 continue
             cells = []
             for busy in (False, True):
-                values = walls[who, busy]
-                med = statistics.median(values)
-                cells += [f"{med:.2f} ({max(values):.2f})", f"{max(values) / med:.2f}"]
-            slowdown = statistics.median(walls[who, True]) / statistics.median(walls[who, False])
-            rows.append(f"| {name} | {label} | {' | '.join(cells)} | {slowdown:.2f}x |")
+                values = walls.get((who, busy))
+                med = values and statistics.median(values)
+                cells += [f"{med:.2f} ({max(values):.2f})", f"{max(values) / med:.2f}"] if values else ["-", "-"]
+            slowdown = (f"{statistics.median(walls[who, True]) / statistics.median(walls[who, False]):.2f}x"
+                        if (who, True) in walls else "-")
+            rows.append(f"| {name} | {label} | {' | '.join(cells)} | {slowdown} |")
     return "\n".join(rows)
 
 
@@ -76,12 +77,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", default="regression,ring8,digits")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--alone-only", action="store_true", help="skip the runs beside a busy process")
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
         for name in args.jobs.split(","):
-            results[name] = measure(name, args.runs, tmp)
+            results[name] = measure(name, args.runs, tmp, (False,) if args.alone_only else (False, True))
             for key, values in results[name].items():
                 print(name, *key, " ".join(f"{v:.2f}" for v in values), flush=True)
     record.publish("Run-to-run stability, alone and beside a busy process", table(results), args.record)
