@@ -30,6 +30,7 @@ JOBS = {  # name: (our command, step counts, PyTorch twin job or None: time to f
               (500, 2500), "ring8"),
     "digits": (["train_gan.py", "--log-every", "100", "--eval-samples", "500"], (20, 20), None),
 }
+FRAMEWORKS = (("ours", "this project"), ("torch", "PyTorch eager twin"))  # table rows: key, label
 FIRST_STEP_MARKERS = ("compiled; the first", "first step done")
 
 
@@ -91,7 +92,7 @@ def table(results):
             "whole process at the short count, s |", "|---|---|---|---|---|---|"]
     for name, out in results.items():
         base = out["torch"][0] if "torch" in out else None
-        for who, label in (("ours", "this project"), ("torch", "PyTorch eager twin")):
+        for who, label in FRAMEWORKS:
             if who not in out:
                 continue
             med, all_, first, wall = out[who]

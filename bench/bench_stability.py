@@ -10,6 +10,7 @@ from run to run), and the neighbour's slowdown (median beside it / median alone)
 has no twin. Torch is hidden from our scripts as on a fresh install (bench_process.py `ours`).
 """
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -20,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import record  # noqa: E402
-from bench.bench_process import ours, twin  # noqa: E402
+from bench.bench_process import FRAMEWORKS, ours, twin  # noqa: E402
 
 JOBS = {  # name: (our script's arguments, steps, twin job or None)
     "regression": (["train_regression.py", "--log-every", "100"], 20500, "regression"),
@@ -48,7 +49,7 @@ def measure(name, runs, tmp, conditions):
         runners["torch"] = lambda: twin(job, steps)[0]
     walls = {(who, busy): [] for who in runners for busy in conditions}
     for busy in conditions:
-        with Neighbour() if busy else open(os.devnull):
+        with Neighbour() if busy else contextlib.nullcontext():
             for _ in range(runs):
                 for who, run in runners.items():
                     walls[who, busy].append(run())
@@ -59,16 +60,18 @@ def table(results):
     rows = ["| job | framework | alone: median s (max) | max / median | beside a busy process: median s (max) | "
             "max / median | slowdown (median beside / alone) |", "|---|---|---|---|---|---|---|"]
     for name, walls in results.items():
-        for who, label in (("ours", "this project"), ("torch", "PyTorch eager twin")):
+        for who, label in FRAMEWORKS:
             if (who, False) not in walls:
                 continue
+            medians = {busy: statistics.median(walls[who, busy]) for busy in (False, True) if (who, busy) in walls}
             cells = []
             for busy in (False, True):
-                values = walls.get((who, busy))
-                med = values and statistics.median(values)
-                cells += [f"{med:.2f} ({max(values):.2f})", f"{max(values) / med:.2f}"] if values else ["-", "-"]
-            slowdown = (f"{statistics.median(walls[who, True]) / statistics.median(walls[who, False]):.2f}x"
-                        if (who, True) in walls else "-")
+                if busy not in medians:
+                    cells += ["-", "-"]
+                    continue
+                med, top = medians[busy], max(walls[who, busy])
+                cells += [f"{med:.2f} ({top:.2f})", f"{top / med:.2f}"]
+            slowdown = f"{medians[True] / medians[False]:.2f}x" if True in medians else "-"
             rows.append(f"| {name} | {label} | {' | '.join(cells)} | {slowdown} |")
     return "\n".join(rows)
 

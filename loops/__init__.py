@@ -17,8 +17,9 @@ tiny step (the linear-regression script's) took 3-4x its time beside one busy pr
 PyTorch did not slow at all. MS_DEV_HOST_BLOCKING_RUN=1 runs the calls on the Python thread instead
 (same kernels, same results to the bit): beside a busy process tiny steps run 3x faster, alone 1.4x
 slower (no host work overlaps a call any more), larger models' runs alone the same
-(bench/RESULTS.md, "Run-to-run stability"). So it is the default where fewer than HOST_BLOCKING_BELOW_CORES cores are ours; it
-must be set before the first compiled call, so here. A value the user set (0 or 1) is never touched.
+(bench/RESULTS.md, "Run-to-run stability"). So it is the default where fewer than
+HOST_BLOCKING_BELOW_CORES cores are ours; it must be set before the first compiled call, so here.
+A value the user set (0 or 1) is never touched.
 """
 import os
 
