@@ -1,13 +1,16 @@
-"""RL training speed: environment steps per second of train_rl.py's PPO and SAC against the same
-algorithms in PyTorch, written CleanRL-style (ppo.py / sac_continuous_action.py: same networks,
+"""RL training speed: environment steps per second of train_rl.py's PPO, SAC, DQN, TD3 and DDPG against
+the same algorithms in PyTorch, written CleanRL-style (ppo.py, sac_continuous_action.py, dqn.py,
+td3_continuous_action.py, ddpg_continuous_action.py: same networks,
 hyperparameters, number of environments and host-side environment stepping), measured side by
 side in this process.
 
-    python bench/bench_rl.py [--sac-iters 400] [--ppo-updates 12] [--record]
+    python bench/bench_rl.py [--sac-iters 400] [--ppo-updates 12] [--replay-iters 400] [--algos ppo,sac] [--record]
 
 PPO: CartPole-v1, 8 envs x 32 steps, 20 epochs of one minibatch, two 64-unit tanh layers.
 SAC: Pendulum-v1, 1 env, batch 256, two 256-unit relu layers, policy frequency 1 (after the
-random warm-up steps, which are not timed). Each side runs its full training iteration: acting,
+random warm-up steps, which are not timed). DQN: CartPole-v1, batch 128, two 128-unit relu layers,
+a Q update every 4 env steps, at epsilon 0.05. TD3 / DDPG: Pendulum-v1, batch 256, 256-unit relu
+layers (TD3: twin critics, smoothing, actor every 2). Each side runs its full training iteration: acting,
 environment steps, storage, every update. torch is not a project requirement: without it, only
 MindSpore's rows are printed.
 """
@@ -154,6 +157,145 @@ def torch_sac(iters, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, poli
     return iters / total, total / iters * 1e3
 
 
+def torch_replay_env(env_id, cap, seed=0):
+    """A gymnasium env and a CleanRL-style numpy ring buffer: (env, buffers, step(action), sample(rng, n))."""
+    import gymnasium as gym
+    env = gym.make(env_id)
+    o = env.observation_space.shape[0]
+    a = env.action_space.shape[0] if env.action_space.shape else 1
+    buf = {k: np.zeros((cap,) + s, np.float32) for k, s in
+           dict(obs=(o,), actions=(a,), rewards=(), next_obs=(o,), terminated=()).items()}
+    state = {"obs": env.reset(seed=seed)[0], "size": 0}
+
+    def step(action):
+        next_obs, r, term, trunc, _ = env.step(action)
+        for k, v in zip(buf, (state["obs"], action, r, next_obs, term)):
+            buf[k][state["size"] % cap] = v
+        state["size"] += 1
+        state["obs"] = env.reset()[0] if term or trunc else next_obs
+
+    def sample(rng, n):
+        import torch
+        rows = rng.integers(0, min(state["size"], cap), n)
+        return {k: torch.from_numpy(v[rows]) for k, v in buf.items()}
+    return env, state, step, sample
+
+
+def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency=4, target_frequency=100,
+              learning_starts=1000, epsilon=0.05):
+    """CleanRL's dqn.py loop at its final epsilon (this codebase's defaults): train_frequency env steps,
+    one Q update, the target copied every target_frequency env steps."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    env, state, step_env, sample = torch_replay_env("CartPole-v1", 50_000)
+    o, n = env.observation_space.shape[0], env.action_space.n
+
+    def q_net():
+        return nn.Sequential(nn.Linear(o, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n))
+    q, target = q_net(), q_net()
+    target.load_state_dict(q.state_dict())
+    opt = torch.optim.Adam(q.parameters(), lr)
+    rng = np.random.default_rng(0)
+    for _ in range(learning_starts):
+        step_env(int(rng.integers(0, n)))
+    env_steps = learning_starts
+
+    def iteration():
+        nonlocal env_steps
+        for _ in range(train_frequency):
+            if rng.random() < epsilon:
+                action = int(rng.integers(0, n))
+            else:
+                with torch.no_grad():
+                    action = int(q(torch.from_numpy(state["obs"][None].astype(np.float32))).argmax())
+            step_env(action)
+            env_steps += 1
+            if env_steps % target_frequency == 0:
+                target.load_state_dict(q.state_dict())
+        b = sample(rng, batch)
+        with torch.no_grad():
+            y = b["rewards"] + gamma * target(b["next_obs"]).max(1).values * (1 - b["terminated"])
+        q_sa = q(b["obs"]).gather(1, b["actions"].long()).view(-1)
+        loss = ((q_sa - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    iteration()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        iteration()
+    total = time.perf_counter() - t0
+    return iters * train_frequency / total, total / iters * 1e3
+
+
+def torch_td3(iters, twin=True, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, exploration_noise=0.1,
+              policy_noise=0.2, noise_clip=0.5, policy_frequency=2, learning_starts=1000):
+    """CleanRL's td3_continuous_action.py loop (twin=False: its DDPG, with the actor and targets
+    updated every step as the paper and this codebase do), one env step and one critic update an iteration."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    env, state, step_env, sample = torch_replay_env("Pendulum-v1", 100_000)
+    o, a = env.observation_space.shape[0], env.action_space.shape[0]
+    low, high = env.action_space.low, env.action_space.high
+    scale, bias = torch.tensor((high - low) / 2), torch.tensor((high + low) / 2)
+
+    def mlp(inputs, outputs):
+        return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                             nn.Linear(hidden, outputs))
+
+    def pi(net, x):
+        return torch.tanh(net(x)) * scale + bias
+    actor, actor_t = mlp(o, a), mlp(o, a)
+    qs, qs_t = [mlp(o + a, 1) for _ in range(1 + twin)], [mlp(o + a, 1) for _ in range(1 + twin)]
+    for net, t in zip([actor] + qs, [actor_t] + qs_t):
+        t.load_state_dict(net.state_dict())
+    q_opt = torch.optim.Adam([p for q in qs for p in q.parameters()], lr)
+    a_opt = torch.optim.Adam(actor.parameters(), lr)
+    rng = np.random.default_rng(0)
+    for _ in range(learning_starts):
+        step_env(rng.uniform(low, high).astype(np.float32))
+    every = policy_frequency if twin else 1
+
+    def iteration(step):
+        with torch.no_grad():
+            action = pi(actor, torch.from_numpy(state["obs"][None].astype(np.float32)))[0].numpy()
+        action = action + rng.normal(0, exploration_noise * (high - low) / 2, a).astype(np.float32)
+        step_env(np.clip(action, low, high))
+        b = sample(rng, batch)
+        with torch.no_grad():
+            next_a = pi(actor_t, b["next_obs"])
+            if twin:
+                noise = torch.from_numpy(rng.normal(0, policy_noise, (batch, a)).astype(np.float32))
+                next_a = (next_a + noise.clamp(-noise_clip, noise_clip) * scale).clamp(torch.tensor(low), torch.tensor(high))
+            x = torch.cat([b["next_obs"], next_a], 1)
+            next_q = torch.min(torch.stack([t(x).view(-1) for t in qs_t]), 0).values
+            y = b["rewards"] + (1 - b["terminated"]) * gamma * next_q
+        x = torch.cat([b["obs"], b["actions"]], 1)
+        q_loss = sum(((q(x).view(-1) - y) ** 2).mean() for q in qs)
+        q_opt.zero_grad()
+        q_loss.backward()
+        q_opt.step()
+        if step % every == 0:
+            a_loss = -qs[0](torch.cat([b["obs"], pi(actor, b["obs"])], 1)).mean()
+            a_opt.zero_grad()
+            a_loss.backward()
+            a_opt.step()
+            with torch.no_grad():
+                for net, t in zip([actor] + qs, [actor_t] + qs_t):
+                    for p, tp in zip(net.parameters(), t.parameters()):
+                        tp.data.copy_(tau * p.data + (1 - tau) * tp.data)
+
+    iteration(0)
+    t0 = time.perf_counter()
+    for step in range(1, iters + 1):
+        iteration(step)
+    total = time.perf_counter() - t0
+    return iters / total, total / iters * 1e3
+
+
 def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2):
     import gymnasium as gym
     import torch
@@ -221,6 +363,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sac-iters", type=int, default=400)
     parser.add_argument("--ppo-updates", type=int, default=12)
+    parser.add_argument("--replay-iters", type=int, default=400, help="iterations of DQN, TD3 and DDPG")
+    parser.add_argument("--algos", default="ppo,sac,dqn,td3,ddpg", help="which rows, comma-separated")
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     try:
@@ -230,11 +374,21 @@ def main():
         torch = None
     rows = ["| algorithm | implementation | env steps / s | ms per iteration | vs PyTorch | time in compiled calls |",
             "|---|---|---|---|---|---|"]
-    for algo, label, n, ref in (("ppo", "PPO CartPole-v1 (1 iteration = 256 env steps + 20+20 updates)",
-                                 args.ppo_updates, torch_ppo),
-                                ("sac", "SAC Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor, 1 alpha update)",
-                                 args.sac_iters, torch_sac)):
-        sps, ms_iter, inside = ours(algo, n, ["--no-anneal-lr"] if algo == "ppo" else [])  # constant rates, as the PyTorch side (SAC: its default)
+    constant = ["--no-anneal-lr"]  # constant rates, as the PyTorch side (SAC, TD3, DDPG: their default)
+    rows_wanted = {"ppo": ("PPO CartPole-v1 (1 iteration = 256 env steps + 20+20 updates)", args.ppo_updates,
+                           torch_ppo, constant),
+                   "sac": ("SAC Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor, 1 alpha update)",
+                           args.sac_iters, torch_sac, []),
+                   # at the final epsilon 0.05 (reached by the end of the warm-up here): the steady state
+                   "dqn": ("DQN CartPole-v1 (1 iteration = 4 env steps + 1 Q update, epsilon 0.05)", args.replay_iters,
+                           torch_dqn, constant + ["--exploration-fraction", "0.01"]),
+                   "td3": ("TD3 Pendulum-v1 (1 iteration = 1 env step + 1 critic update; actor and targets every 2)",
+                           args.replay_iters, torch_td3, []),
+                   "ddpg": ("DDPG Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor update, targets)",
+                            args.replay_iters, lambda n: torch_td3(n, twin=False), [])}
+    for algo in args.algos.split(","):
+        label, n, ref, extra = rows_wanted[algo]
+        sps, ms_iter, inside = ours(algo, n, extra)
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
         rows.append(f"| {label} | train_rl.py (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
@@ -244,7 +398,7 @@ def main():
     table = "\n".join(rows)
     print(table)
     if args.record:
-        record.append("RL training speed, MindSpore vs PyTorch", "python bench/bench_rl.py --record", table)
+        record.append("RL training speed, MindSpore vs PyTorch", " ".join(["python", "bench/bench_rl.py"] + sys.argv[1:]), table)
 
 
 if __name__ == "__main__":
