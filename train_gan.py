@@ -80,7 +80,7 @@ GANFlags = model_flags(RunConfig, {"g": "G", "d": "D"},
 class GANConfig(GANFlags):
     HELP_GROUPS = {
         "data": ("dataset", "data_dir", "image_size", "conditional"),
-        "model": ("arch", "width", "z_dim", "spectral_norm", "amp"),
+        "model": ("arch", "width", "width_d", "z_dim", "spectral_norm", "amp"),
         "loss and penalties": ("loss", "n_critic", "g_first", "pack", "r1", "r1_every", "gp", "weight_clip", "diffaug"),
         "optimisation (shared; per model: --<flag>-<model>)": ("steps", "batch_size", "lr_schedule", "warmup", "ema"),
         "evaluation and pictures": ("sample_every", "eval_every", "eval_samples"),
@@ -93,6 +93,7 @@ class GANConfig(GANFlags):
     image_size: int = opt(0, "resize/crop images to this size (multiple of 4); 0: the dataset's own")
     arch: str = opt("", "model family", [""] + sorted(ARCHS), auto="mlp for toy data, dcgan for images")
     width: int = opt(0, "hidden units (mlp) or base channels (dcgan)", auto="toy 128, images 32")
+    width_d: int = opt(0, "D's own width (hidden units or base channels), where it differs from G's", auto="--width")
     z_dim: int = opt(0, "latent dimension", auto="toy 16, images 32, fashion-mnist 100")
     loss: str = opt("ns", "GAN loss", sorted(LOSSES))
     n_critic: int = opt(1, "D steps per G step")
@@ -141,6 +142,8 @@ class GANConfig(GANFlags):
         fill_optimizer_flags(self)  # per-model optimizer and betas fall back to the shared ones
         if self.sample_every == 0:
             self.sample_every = max(1, self.steps // 5)
+        if self.width_d == 0:
+            self.width_d = self.width
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp", "weight_clip")
@@ -162,8 +165,10 @@ class GANConfig(GANFlags):
         self.check_non_negative("sample_every", "eval_every", "weight_decay", "warmup")
         for name in ("beta1", "beta2", "beta1_g", "beta1_d", "beta2_g", "beta2_d", "ema"):
             self.check(0 <= getattr(self, name) < 1, f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(self, name)}")
-        self.check(self.arch != "dcgan" or self.width % 4 == 0,
-                   f"--width must be a multiple of 4 for dcgan, got {self.width}")
+        self.check_positive("width_d")
+        for key in ("width", "width_d"):
+            self.check(self.arch != "dcgan" or getattr(self, key) % 4 == 0,
+                       f"--{key.replace('_', '-')} must be a multiple of 4 for dcgan, got {getattr(self, key)}")
         self.check(self.image_size >= 0 and self.image_size % 4 == 0,
                    f"--image-size must be a multiple of 4, got {self.image_size}")
         self.check(self.image_size == 0 or self.dataset not in TOY + ("digits",),

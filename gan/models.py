@@ -13,22 +13,22 @@ from loops.step import maybe_jit
 from models import ARCHS
 
 
-def make_nets(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False):
-    """(G, D, G_ema) as plain, unnamed Cells. With PacGAN packing, D sees pack_size samples
-    stacked along the first feature axis."""
+def make_nets(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False, width_d=0):
+    """(G, D, G_ema) as plain, unnamed Cells; D's width is `width_d` (0: `width`). With PacGAN
+    packing, D sees pack_size samples stacked along the first feature axis."""
     make_g, make_d = ARCHS[arch]
     generator = make_g(z_dim, shape, width=width, num_classes=num_classes)
     d_shape = (shape[0] * pack_size,) + tuple(shape[1:])
-    discriminator = make_d(d_shape, width=width, num_classes=num_classes, spectral_norm=spectral_norm)
+    discriminator = make_d(d_shape, width=width_d or width, num_classes=num_classes, spectral_norm=spectral_norm)
     g_ema = make_g(z_dim, shape, width=width, num_classes=num_classes)
     return generator, discriminator, g_ema
 
 
-def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False, amp="O0"):
+def build_models(arch, z_dim, shape, width, num_classes=0, pack_size=1, spectral_norm=False, amp="O0", width_d=0):
     """(G, D, G_ema) declared as the trainer declares them (loops/learner.py): names prefixed
     g. / d. / g_ema., G and D in training mode (BatchNorm on batch statistics, spectral norm's
     power iteration advancing), G_ema in eval mode (it only samples)."""
-    generator, discriminator, g_ema = make_nets(arch, z_dim, shape, width, num_classes, pack_size, spectral_norm)
+    generator, discriminator, g_ema = make_nets(arch, z_dim, shape, width, num_classes, pack_size, spectral_norm, width_d)
     return (declare("g", generator, train=True, amp=amp), declare("d", discriminator, train=True, amp=amp),
             declare("g_ema", g_ema, train=False, amp=amp))
 

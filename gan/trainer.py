@@ -38,7 +38,8 @@ def nets_for(cfg, source):
     """(G, D, G_ema) for this config and data; ValueError when the architecture cannot take the
     data's shape (called before the run dir is made, so that error leaves nothing behind)."""
     num_classes = source.num_classes if cfg.conditional else 0
-    return make_nets(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes, cfg.pack, cfg.spectral_norm)
+    return make_nets(cfg.arch, cfg.z_dim, source.shape, cfg.width, num_classes, cfg.pack, cfg.spectral_norm,
+                     cfg.width_d)
 
 
 def memory_parts(cfg, shape):

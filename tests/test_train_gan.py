@@ -141,6 +141,8 @@ def test_toy_generate_png_and_npy(toy_run, tmp_path):
     (["--dataset", "digits", "--batch-size", "5000"], "fewer than --batch-size"),
     (["--loss", "wgan"], "needs a Lipschitz constraint"),
     (["--weight-clip", "-1"], "--weight-clip must be"),
+    (["--width-d", "30"], "--width-d must be a multiple of 4 for dcgan"),
+    (["--width-d", "-8"], "--width-d must be > 0"),
 ])
 def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
     code, lines = cli_error(train_gan.main, ["--run-dir", tmp_path / "r", *args], capsys)
@@ -188,6 +190,21 @@ def test_auto_defaults_per_kind_and_dataset():
     assert (fashion.steps, fashion.lr_d, fashion.r1, fashion.z_dim, fashion.width) == (3000, 4e-4, 20.0, 100, 32)
     assert cfg("--dataset", "mnist", "--lr", "1e-4").lr_d == 1e-4  # --lr still sets both
     assert steps("--dataset", "mnist", "--conditional") == 4000  # conditional images' budget wins
+
+
+def test_width_d_widens_d_alone_and_follows_width_when_left_out():
+    from gan.trainer import nets_for
+    from data import SOURCES
+
+    def nets(*argv):
+        cfg = train_gan.parse_config(train_gan.GANConfig, list(argv), "")
+        return cfg, [sum(p.size for p in net.trainable_params()) for net in nets_for(cfg, SOURCES[cfg.dataset](cfg))]
+    cfg, (g, d, ema) = nets("--width", "16")
+    assert cfg.width_d == 16
+    cfg, (g_wide, d_wide, ema_wide) = nets("--width", "16", "--width-d", "32")
+    assert cfg.width_d == 32 and (g_wide, ema_wide) == (g, ema) and d_wide > 3 * d  # convolutions grow as width^2
+    conv = [p for p in nets_for(cfg, SOURCES[cfg.dataset](cfg))[1].trainable_params() if p.ndim == 4]
+    assert [p.shape[0] for p in conv] == [16, 32, 64]  # D's channels at --width-d 32: w/2, w, 2w
 
 
 @pytest.mark.parametrize("args, message", [
