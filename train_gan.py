@@ -142,8 +142,6 @@ class GANConfig(GANFlags):
         fill_optimizer_flags(self)  # per-model optimizer and betas fall back to the shared ones
         if self.sample_every == 0:
             self.sample_every = max(1, self.steps // 5)
-        if self.width_d == 0:
-            self.width_d = self.width
         super().validate()
         self.check_positive("width", "z_dim", "n_critic", "batch_size", "eval_samples", "steps_per_call", "pack")
         self.check_non_negative("r1", "gp", "weight_clip")
@@ -165,7 +163,9 @@ class GANConfig(GANFlags):
         self.check_non_negative("sample_every", "eval_every", "weight_decay", "warmup")
         for name in ("beta1", "beta2", "beta1_g", "beta1_d", "beta2_g", "beta2_d", "ema"):
             self.check(0 <= getattr(self, name) < 1, f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(self, name)}")
-        self.check_positive("width_d")
+        # width_d stays 0 when left out (D as wide as --width; make_nets reads it so): runs recorded before
+        # the flag existed then resume with the same config
+        self.check_non_negative("width_d")
         for key in ("width", "width_d"):
             self.check(self.arch != "dcgan" or getattr(self, key) % 4 == 0,
                        f"--{key.replace('_', '-')} must be a multiple of 4 for dcgan, got {getattr(self, key)}")

@@ -142,7 +142,7 @@ def test_toy_generate_png_and_npy(toy_run, tmp_path):
     (["--loss", "wgan"], "needs a Lipschitz constraint"),
     (["--weight-clip", "-1"], "--weight-clip must be"),
     (["--width-d", "30"], "--width-d must be a multiple of 4 for dcgan"),
-    (["--width-d", "-8"], "--width-d must be > 0"),
+    (["--width-d", "-8"], "--width-d must be >= 0"),
 ])
 def test_gan_bad_flags_exit_2(tmp_path, capsys, args, message):
     code, lines = cli_error(train_gan.main, ["--run-dir", tmp_path / "r", *args], capsys)
@@ -200,7 +200,7 @@ def test_width_d_widens_d_alone_and_follows_width_when_left_out():
         cfg = train_gan.parse_config(train_gan.GANConfig, list(argv), "")
         return cfg, [sum(p.size for p in net.trainable_params()) for net in nets_for(cfg, SOURCES[cfg.dataset](cfg))]
     cfg, (g, d, ema) = nets("--width", "16")
-    assert cfg.width_d == 16
+    assert cfg.width_d == 0  # auto: as wide as --width, kept 0 so runs from before the flag resume unchanged
     cfg, (g_wide, d_wide, ema_wide) = nets("--width", "16", "--width-d", "32")
     assert cfg.width_d == 32 and (g_wide, ema_wide) == (g, ema) and d_wide > 3 * d  # convolutions grow as width^2
     conv = [p for p in nets_for(cfg, SOURCES[cfg.dataset](cfg))[1].trainable_params() if p.ndim == 4]
