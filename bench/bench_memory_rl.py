@@ -70,11 +70,12 @@ def main():
     parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     parser.add_argument("extra", nargs="*", help="more train_rl.py flags (after --)")
     args = parser.parse_args()
+    from loops.config import parse_config
     from rl import algorithm
     with tempfile.TemporaryDirectory() as run_dir:
         argv = ["--algo", args.algo, "--total-steps", str(args.total_steps), "--run-dir", run_dir,
                 "--log-every", "50", "--eval-episodes", "1", *args.extra]
-        cfg = algorithm(args.algo).Config()
+        cfg = parse_config(algorithm(args.algo).Config, argv, "")  # the run's own warm-up and buffer size
         start = time.time()
         samples, status = sample_run(argv, args.every)
         wall = time.time() - start
@@ -88,7 +89,7 @@ def main():
     after = env_steps >= full
     rows = [("first sample", env_steps[0]), ("buffer full", full)] + [(f"{q}% of the run", args.total_steps * q // 100)
                                                           for q in (25, 50, 75, 100) if args.total_steps * q // 100 > full]
-    lines = [f"| point | env step (sampled) | RSS MiB |", "|---|---|---|"]
+    lines = ["| point | env step (sampled) | RSS MiB |", "|---|---|---|"]
     for name, step in rows:
         i = int(np.argmin(np.abs(env_steps - step)))
         lines.append(f"| {name} | {env_steps[i]:.0f} | {rss[i]:.0f} |")
