@@ -61,7 +61,9 @@ def child(variant, kind, runs, out):
             config = json.load(f)
         covered = config.get("algo") == "sac" if kind == "sac" else config.get("arch") == "dcgan"
         if not covered:  # another actor or generator keeps MindSpore's tanh: "no change" would mean nothing
-            sys.exit(f"error: {run} is not a {'SAC' if kind == 'sac' else 'DCGAN'} run; the swap covers only those")
+            print(f"error: {run} is not a {'SAC' if kind == 'sac' else 'DCGAN'} run; the swap covers only those",
+                  file=sys.stderr)
+            sys.exit(2)
         if kind == "sac":
             from rl.evaluate import load_agent
             agent, _, _ = load_agent(run)
@@ -81,8 +83,10 @@ def child(variant, kind, runs, out):
 
 def evaluate(variant, kind, runs, tmp):
     out = os.path.join(tmp, f"{kind}_{variant}.json")
-    subprocess.run([sys.executable, __file__, "--child", variant, kind, out, *runs], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    child_run = subprocess.run([sys.executable, __file__, "--child", variant, kind, out, *runs], cwd=ROOT,
+                               stdout=subprocess.DEVNULL)
+    if child_run.returncode:  # the child said why on stderr
+        sys.exit(child_run.returncode)
     with open(out) as f:
         return json.load(f)
 
