@@ -60,13 +60,20 @@ def ours(algo, iters, extra=()):
 
 
 # ---- PyTorch, CleanRL-style ----
+def timed(iteration, iters):
+    """Seconds for iteration(1) ... iteration(iters), after one untimed warm-up call iteration(0)."""
+    iteration(0)
+    t0 = time.perf_counter()
+    for step in range(1, iters + 1):
+        iteration(step)
+    return time.perf_counter() - t0
+
+
 def torch_sac(iters, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, policy_frequency=1, learning_starts=100):
-    import gymnasium as gym
     import torch
     from torch import nn
     torch.manual_seed(0)
-    env = gym.make("Pendulum-v1")
-    obs, _ = env.reset(seed=0)
+    env, state, step_env, sample = torch_replay_env("Pendulum-v1", 100_000)
     o, a = env.observation_space.shape[0], env.action_space.shape[0]
     low, high = env.action_space.low, env.action_space.high
     scale, bias = torch.tensor((high - low) / 2), torch.tensor((high + low) / 2)
@@ -98,29 +105,15 @@ def torch_sac(iters, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, poli
     a_opt = torch.optim.Adam(actor.parameters(), lr)
     log_alpha = torch.zeros(1, requires_grad=True)
     alpha_opt = torch.optim.Adam([log_alpha], lr)
-    cap = 100_000
-    buf = {k: np.zeros((cap,) + s, np.float32) for k, s in
-           dict(obs=(o,), actions=(a,), rewards=(), next_obs=(o,), terminated=()).items()}
     rng = np.random.default_rng(0)
-    size = 0
-
-    def step_env(action):
-        nonlocal obs, size
-        next_obs, r, term, trunc, info = env.step(action)
-        for k, v in zip(buf, (obs, action, r, next_obs, term)):
-            buf[k][size % cap] = v
-        size += 1
-        obs = env.reset()[0] if term or trunc else next_obs
-
     for _ in range(learning_starts):
         step_env(rng.uniform(low, high).astype(np.float32))
 
     def iteration(step):
         with torch.no_grad():
-            action = actor.get_action(torch.from_numpy(obs[None].astype(np.float32)))[0][0].numpy()
+            action = actor.get_action(torch.from_numpy(state["obs"][None].astype(np.float32)))[0][0].numpy()
         step_env(np.clip(action, low, high))
-        rows = rng.integers(0, size, batch)
-        b = {k: torch.from_numpy(v[rows]) for k, v in buf.items()}
+        b = sample(rng, batch)
         with torch.no_grad():
             next_a, next_logp = actor.get_action(b["next_obs"])
             nq = torch.min(qf1_t(torch.cat([b["next_obs"], next_a], 1)), qf2_t(torch.cat([b["next_obs"], next_a], 1))).view(-1)
@@ -149,11 +142,7 @@ def torch_sac(iters, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=0.005, poli
                 for p, t in zip(net.parameters(), target.parameters()):
                     t.data.copy_(tau * p.data + (1 - tau) * t.data)
 
-    iteration(0)
-    t0 = time.perf_counter()
-    for step in range(1, iters + 1):
-        iteration(step)
-    total = time.perf_counter() - t0
+    total = timed(iteration, iters)
     return iters / total, total / iters * 1e3
 
 
@@ -201,7 +190,7 @@ def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency
         step_env(int(rng.integers(0, n)))
     env_steps = learning_starts
 
-    def iteration():
+    def iteration(step):
         nonlocal env_steps
         for _ in range(train_frequency):
             if rng.random() < epsilon:
@@ -222,11 +211,7 @@ def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency
         loss.backward()
         opt.step()
 
-    iteration()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        iteration()
-    total = time.perf_counter() - t0
+    total = timed(iteration, iters)
     return iters * train_frequency / total, total / iters * 1e3
 
 
@@ -288,11 +273,7 @@ def torch_td3(iters, twin=True, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=
                     for p, tp in zip(net.parameters(), t.parameters()):
                         tp.data.copy_(tau * p.data + (1 - tau) * tp.data)
 
-    iteration(0)
-    t0 = time.perf_counter()
-    for step in range(1, iters + 1):
-        iteration(step)
-    total = time.perf_counter() - t0
+    total = timed(iteration, iters)
     return iters / total, total / iters * 1e3
 
 
@@ -317,7 +298,7 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
     a_opt, c_opt = torch.optim.Adam(actor.parameters(), lr), torch.optim.Adam(critic.parameters(), lr)
     T = num_steps
 
-    def update():
+    def update(step):
         nonlocal obs
         b_obs, b_act, b_logp, b_val, b_rew, b_done = (np.zeros((T, num_envs) + s, d) for s, d in
                                                       (((o,), np.float32), ((), np.int64), ((), np.float32),
@@ -351,11 +332,7 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
             v_loss.backward()
             c_opt.step()
 
-    update()
-    t0 = time.perf_counter()
-    for _ in range(updates):
-        update()
-    total = time.perf_counter() - t0
+    total = timed(update, updates)
     return updates * T * num_envs / total, total / updates * 1e3
 
 
