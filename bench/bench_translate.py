@@ -30,8 +30,8 @@ from bench import record  # noqa: E402
 WARMUP = 5
 
 
-def ours(model, iters):
-    """Milliseconds per training iteration of train_translate.py --model MODEL at its defaults."""
+def our_iteration(model):
+    """(iteration, close): one driver iteration of train_translate.py --model MODEL at its defaults."""
     from gan import translator
     from gan.translation import make_source
     from loops.config import parse_config
@@ -41,15 +41,26 @@ def ours(model, iters):
     cfg = parse_config(recipe.Config, ["--model", model, "--run-dir", tempfile.mkdtemp()], "")
     run = Run(cfg, convolutions=True, recipe=recipe.__name__)
     trainer = recipe.TRAINER(cfg, run, make_source(cfg))
-    phases = trainer.phases()
-    for step in range(WARMUP):
-        run_iteration(phases, step)
+    phases, step = trainer.phases(), [0]
+
+    def iteration():
+        out = run_iteration(phases, step[0])
+        step[0] += 1
+        return out
+    return iteration, run.close
+
+
+def ours(model, iters):
+    """Milliseconds per training iteration of train_translate.py --model MODEL at its defaults."""
+    iteration, close = our_iteration(model)
+    for _ in range(WARMUP):
+        iteration()
     t0 = time.perf_counter()
-    for step in range(WARMUP, WARMUP + iters):
-        out = run_iteration(phases, step)
+    for _ in range(iters):
+        out = iteration()
     [float(v) for v in out.values()]  # the last call's results are on the host
     ms_iter = (time.perf_counter() - t0) / iters * 1e3
-    run.close()
+    close()
     return ms_iter
 
 
@@ -122,7 +133,7 @@ def torch_nets():
     return unet, resnet, patchgan
 
 
-def torch_pix2pix(iters, batch=16, size=32, lam=100.0):
+def torch_pix2pix_iteration(batch=16, size=32, lam=100.0):
     import torch
     from torch import nn
     unet, _, patchgan = torch_nets()
@@ -153,10 +164,10 @@ def torch_pix2pix(iters, batch=16, size=32, lam=100.0):
         loss_g.backward()
         opt_g.step()
         return loss_g.item()
-    return timed(iteration, iters)
+    return iteration
 
 
-def torch_cyclegan(iters, batch=8, size=28, lam=10.0, idt=0.5, pool_size=50):
+def torch_cyclegan_iteration(batch=8, size=28, lam=10.0, idt=0.5, pool_size=50):
     import torch
     from torch import nn
     _, resnet, patchgan = torch_nets()
@@ -207,7 +218,15 @@ def torch_cyclegan(iters, batch=8, size=28, lam=10.0, idt=0.5, pool_size=50):
         loss_d.backward()
         opt_d.step()
         return loss_g.item()
-    return timed(iteration, iters)
+    return iteration
+
+
+def torch_pix2pix(iters):
+    return timed(torch_pix2pix_iteration(), iters)
+
+
+def torch_cyclegan(iters):
+    return timed(torch_cyclegan_iteration(), iters)
 
 
 def timed(iteration, iters):

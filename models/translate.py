@@ -40,17 +40,42 @@ class InstanceNorm2d(nn.Cell):
     """(x - mean) / sqrt(var + eps) per sample and channel over H, W (biased variance), without
     affine parameters or running statistics: PyTorch's InstanceNorm2d(affine=False,
     track_running_stats=False). Written with ops because MindSpore 2.10's nn.InstanceNorm2d has no
-    CPU kernel ("Unsupported op [InstanceNorm] on CPU"), and it always carries gamma / beta."""
+    CPU kernel ("Unsupported op [InstanceNorm] on CPU"), and it always carries gamma / beta.
+    The statistics are taken over the last axis of an (N * C, H * W) view: on the CPU, reducing
+    axes (2, 3) of the 4-d tensor made this layer 30% of a CycleGAN iteration, the 2-d form costs
+    about nothing (bench/profile_translate.py)."""
 
     def __init__(self, eps=1e-5):
         super().__init__()
         self.eps = eps
 
     def construct(self, x):
-        mean = x.mean(axis=(2, 3), keep_dims=True)
-        centred = x - mean
-        var = (centred * centred).mean(axis=(2, 3), keep_dims=True)
-        return centred / ops.sqrt(var + self.eps)
+        n, c, h, w = x.shape
+        rows = x.reshape(n * c, h * w)
+        centred = rows - rows.mean(axis=1, keep_dims=True)
+        var = (centred * centred).mean(axis=1, keep_dims=True)
+        return (centred * ops.rsqrt(var + self.eps)).reshape(n, c, h, w)
+
+
+def reflect_index(side, pad):
+    """Indices of a side padded by reflection: -pad .. side + pad - 1 folded back into 0 .. side - 1
+    without repeating the edge (numpy's mode="reflect", torch's ReflectionPad2d)."""
+    i = ops.arange(-pad, side + pad)
+    return (side - 1) - ops.abs((side - 1) - ops.abs(i))
+
+
+class ReflectionPad2d(nn.Cell):
+    """nn.ReflectionPad2d(pad) as two gathers (rows, then columns): the same values and gradients,
+    and on the CPU about half the time of MindSpore 2.10's MirrorPad and MirrorPadGrad kernels, which
+    took 10% of a CycleGAN iteration (bench/bench_profile.py --model cyclegan)."""
+
+    def __init__(self, pad):
+        super().__init__()
+        self.pad = pad
+
+    def construct(self, x):
+        rows = ops.gather(x, reflect_index(x.shape[2], self.pad), 2)
+        return ops.gather(rows, reflect_index(x.shape[3], self.pad), 3)
 
 
 def norm_layer(norm, channels):
@@ -74,23 +99,20 @@ def conv(in_channels, out_channels, kernel, stride=1, padding=0, bias=True):
 
 class ConvTranspose2d(nn.Conv2dTranspose):
     """PyTorch's ConvTranspose2d(kernel, stride, padding, output_padding): output side
-    (H - 1) * stride - 2 * padding + kernel + output_padding. Computed as the full ("valid")
-    transposed conv, then cropped from `padding` on: MindSpore 2.10's own output_padding does not
-    compute the extra row and column, it appends zeros (measured against torch; ResNet's k3 s2 p1
-    op1 upsamplings would lose their last row and column)."""
+    (H - 1) * stride - 2 * padding + kernel + output_padding. The full transposed conv cropped by
+    `padding` at the top and left and by `padding - output_padding` at the bottom and right, which
+    MindSpore's own asymmetric "pad" mode does in the kernel: MindSpore 2.10's output_padding does
+    not compute the extra row and column, it appends zeros (measured against torch; ResNet's k3 s2
+    p1 op1 upsamplings would lose their last row and column), and cropping a full output by slicing
+    cost 10% of a CycleGAN iteration on the CPU (bench/bench_profile.py --model cyclegan)."""
 
     def __init__(self, in_channels, out_channels, kernel, stride, padding, output_padding=0, bias=True):
-        super().__init__(in_channels, out_channels, kernel, stride=stride, pad_mode="valid", has_bias=bias,
-                         weight_init=Normal(INIT_GAIN), bias_init="zeros")
         if not 0 <= output_padding <= padding:
             raise ValueError("output_padding must be in [0, padding] (the crop stays inside the full output)")
-        self.crop = padding
-        self.trim = 2 * padding - output_padding  # full side minus PyTorch's side
-
-    def construct(self, x):
-        out = super().construct(x)
-        height, width = out.shape[2] - self.trim, out.shape[3] - self.trim
-        return out[:, :, self.crop:self.crop + height, self.crop:self.crop + width]
+        end = padding - output_padding
+        crop = dict(pad_mode="pad", padding=(padding, end, padding, end)) if padding else dict(pad_mode="valid")
+        super().__init__(in_channels, out_channels, kernel, stride=stride, has_bias=bias,
+                         weight_init=Normal(INIT_GAIN), bias_init="zeros", **crop)
 
 
 def _check(norm):
@@ -104,10 +126,10 @@ class ResnetBlock(nn.Cell):
 
     def __init__(self, dim, norm, use_dropout, use_bias):
         super().__init__()
-        layers = [nn.ReflectionPad2d(1), conv(dim, dim, 3, bias=use_bias), *norm_layer(norm, dim), nn.ReLU()]
+        layers = [ReflectionPad2d(1), conv(dim, dim, 3, bias=use_bias), *norm_layer(norm, dim), nn.ReLU()]
         if use_dropout:
             layers.append(nn.Dropout(p=0.5))
-        layers += [nn.ReflectionPad2d(1), conv(dim, dim, 3, bias=use_bias), *norm_layer(norm, dim)]
+        layers += [ReflectionPad2d(1), conv(dim, dim, 3, bias=use_bias), *norm_layer(norm, dim)]
         self.conv_block = nn.SequentialCell(layers)
 
     def construct(self, x):
@@ -125,7 +147,7 @@ class ResnetGenerator(nn.Cell):
         if n_blocks < 0:
             raise ValueError(f"n_blocks must be >= 0, got {n_blocks}")
         use_bias = _check(norm)
-        layers = [nn.ReflectionPad2d(3), conv(input_nc, ngf, 7, bias=use_bias), *norm_layer(norm, ngf), nn.ReLU()]
+        layers = [ReflectionPad2d(3), conv(input_nc, ngf, 7, bias=use_bias), *norm_layer(norm, ngf), nn.ReLU()]
         for i in range(2):
             mult = 2 ** i
             layers += [conv(ngf * mult, ngf * mult * 2, 3, stride=2, padding=1, bias=use_bias),
@@ -135,7 +157,7 @@ class ResnetGenerator(nn.Cell):
             mult = 2 ** (2 - i)
             layers += [ConvTranspose2d(ngf * mult, ngf * mult // 2, 3, 2, 1, output_padding=1, bias=use_bias),
                        *norm_layer(norm, ngf * mult // 2), nn.ReLU()]
-        layers += [nn.ReflectionPad2d(3), conv(ngf, output_nc, 7), nn.Tanh()]
+        layers += [ReflectionPad2d(3), conv(ngf, output_nc, 7), nn.Tanh()]
         self.model = nn.SequentialCell(layers)
 
     def construct(self, x):

@@ -11,7 +11,8 @@ import pytest
 from mindspore import Tensor, nn
 
 from models.translate import (DISCRIMINATORS, GENERATORS, ConvTranspose2d, InstanceNorm2d, NLayerDiscriminator,
-                              PixelDiscriminator, ResnetBlock, ResnetGenerator, UnetGenerator, UnetSkipConnectionBlock,
+                              PixelDiscriminator, ReflectionPad2d, ResnetBlock, ResnetGenerator, UnetGenerator,
+                              UnetSkipConnectionBlock,
                               d_output_size, make_translation_nets, patch_size, size_multiple)
 
 # Trainable parameter counts of the reference's networks, sum(p.numel() for p in net.parameters()
@@ -175,8 +176,42 @@ def test_instance_norm_equals_numpy(graph_mode):
     assert not list(norm.get_parameters())
     got = norm(Tensor(x)).asnumpy()
     mean = x.mean(axis=(2, 3), keepdims=True)
-    want = (x - mean) / np.sqrt(x.var(axis=(2, 3), keepdims=True) + 1e-5)
+    inv_std = 1 / np.sqrt(x.var(axis=(2, 3), keepdims=True) + 1e-5)
+    want = (x - mean) * inv_std
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # The gradient of sum(norm(x) * u): inv_std * (u - mean(u) - x_hat * mean(u * x_hat)) per sample and channel.
+    u = rand(3, 4, 5, 7, seed=1).asnumpy()
+
+    def weighted_sum(t):
+        return (norm(t) * Tensor(u)).sum()
+    grad = ms.grad(weighted_sum)(Tensor(x)).asnumpy()
+    want_grad = inv_std * (u - u.mean(axis=(2, 3), keepdims=True)
+                           - want * (u * want).mean(axis=(2, 3), keepdims=True))
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph_mode"])
+@pytest.mark.parametrize("pad", [1, 3])
+def test_reflection_pad_equals_numpy(request, mode, pad):
+    """Values as np.pad(mode="reflect") (torch's ReflectionPad2d); each input pixel's gradient is the
+    sum of the upstream gradient over every output pixel that copied it."""
+    request.getfixturevalue(mode)
+    x = rand(2, 3, 5, 7).asnumpy()
+    layer = ReflectionPad2d(pad)
+    got = layer(Tensor(x)).asnumpy()
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), mode="reflect"))
+    u = rand(*got.shape, seed=3).asnumpy()
+
+    def weighted_sum(t):
+        return (layer(t) * Tensor(u)).sum()
+    grad = ms.grad(weighted_sum)(Tensor(x)).asnumpy()
+    rows = [abs(i) if i < 5 else 8 - i for i in range(-pad, 5 + pad)]
+    cols = [abs(j) if j < 7 else 12 - j for j in range(-pad, 7 + pad)]
+    want = np.zeros(x.shape)
+    for a, i in enumerate(rows):
+        for b, j in enumerate(cols):
+            want[:, :, i, j] += u[:, :, a, b]
+    np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-5)
 
 
 def conv_transpose_numpy(x, w, stride, padding, output_padding):
@@ -193,10 +228,7 @@ def conv_transpose_numpy(x, w, stride, padding, output_padding):
     return full[:, :, padding:padding + side_h, padding:padding + side_w]
 
 
-@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
-def test_conv_transpose_equals_pytorch_semantics(eager, kernel, padding, output_padding):
-    """ResNet's k3 s2 p1 output_padding 1 (7 -> 14) and U-Net's k4 s2 p1. MindSpore's own
-    output_padding appends zeros instead of computing the last row and column."""
+def check_conv_transpose(kernel, padding, output_padding):
     x = rand(2, 3, 7, 5).asnumpy()
     layer = ConvTranspose2d(3, 4, kernel, 2, padding, output_padding=output_padding, bias=False)
     w = np.random.default_rng(1).standard_normal(layer.weight.shape).astype(np.float32)
@@ -205,6 +237,32 @@ def test_conv_transpose_equals_pytorch_semantics(eager, kernel, padding, output_
     want = conv_transpose_numpy(x, w, 2, padding, output_padding)
     assert got.shape == want.shape == (2, 4, 14, 10)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # The input gradient of sum(u * layer(x)) is the adjoint: u placed back into the full output,
+    # each input pixel collecting its kernel window.
+    u = rand(2, 4, 14, 10, seed=2).asnumpy()
+
+    def weighted_sum(t):
+        return (layer(t) * Tensor(u)).sum()
+    grad = ms.grad(weighted_sum)(Tensor(x)).asnumpy()
+    full = np.zeros((2, 4, 6 * 2 + kernel, 4 * 2 + kernel))
+    full[:, :, padding:padding + 14, padding:padding + 10] = u
+    want_grad = np.zeros(x.shape)
+    for i in range(7):
+        for j in range(5):
+            want_grad[:, :, i, j] = np.einsum("nokl,cokl->nc", full[:, :, 2 * i:2 * i + kernel, 2 * j:2 * j + kernel], w)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
+def test_conv_transpose_equals_pytorch_semantics(eager, kernel, padding, output_padding):
+    """ResNet's k3 s2 p1 output_padding 1 (7 -> 14) and U-Net's k4 s2 p1, output and input gradient.
+    MindSpore's own output_padding appends zeros instead of computing the last row and column."""
+    check_conv_transpose(kernel, padding, output_padding)
+
+
+@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
+def test_conv_transpose_equals_pytorch_semantics_in_graphs(graph_mode, kernel, padding, output_padding):
+    check_conv_transpose(kernel, padding, output_padding)
 
 
 def test_initialisation_and_determinism():
