@@ -7,8 +7,8 @@ One class, TranslationSource, serves both. Its constructors:
       junyanz/pytorch-CycleGAN-and-pix2pix
 
 Built-in tasks (train = the 60k training split, test = the t10k split, both via data.images.read_idx,
-gzip or uncompressed; data_dir "" -> data.images.default_data_dir("fashion-mnist"), else the same
-"--dataset fashion-mnist needs --data-dir (...)" line as data/images.py):
+gzip or uncompressed; data_dir "" -> data.images.default_data_dir("fashion-mnist"), else
+"--task T reads Fashion-MNIST and needs --data-dir (where to get it)"):
 
   edges2fashion  paired    A = edge_map(B) (below), B = the garment; all 10 classes; 1 channel each
   sneaker2boot   unpaired  A = class 7 (Sneaker), B = class 9 (Ankle boot); 1 channel
@@ -74,7 +74,7 @@ import os
 import numpy as np
 
 from data.images import IMAGE_EXTENSIONS, IDX_CLASSES, _decode_error, _idx_arrays, _require_dir, \
-    default_data_dir, read_idx
+    default_data_dir, read_idx, where_to_get
 from loops.config import UserError
 
 TASKS = {
@@ -182,6 +182,8 @@ def task_source(task, data_dir, image_size, batch_size, seed):
     if size < 4:
         raise UserError(f"--image-size must be at least 4, got {size}")
     data_dir = data_dir or default_data_dir("fashion-mnist")
+    if not data_dir:
+        raise UserError(f"--task {task} reads Fashion-MNIST and needs --data-dir ({where_to_get('fashion-mnist')})")
     _require_dir(data_dir, "fashion-mnist")
     train, train_labels = read_idx(data_dir, "train")
     test, test_labels = read_idx(data_dir, "test")
