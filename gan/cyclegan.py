@@ -115,7 +115,9 @@ class CycleGAN(Translator):
         self.g_step = self.g.step(self.g_loss, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.d_step = self.d.step(self.d_loss, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.state = all_state(self.g, self.d) + [self.pool_a.param, self.pool_b.param]
-        self.to_b, self.to_a = eval_function(gens.g_a), eval_function(gens.g_b)
+        used = self.averaged(lambda: Pair(build_nets(cfg, a, b, b, source.shape_a[1])[0],
+                                          build_nets(cfg, b, a, a, source.shape_b[1])[0], ("g_a", "g_b")))
+        self.to_b, self.to_a = eval_function(used.g_a), eval_function(used.g_b)
         self.pair, self.fakes = None, None
 
     def g_forward(self):
@@ -172,7 +174,7 @@ class CycleGAN(Translator):
         g_tags = ("loss/g", "loss/g_gan", "loss/cycle_a", "loss/cycle_b", "loss/identity", "grad_norm/g")
         d_tags = ("loss/d", "loss/d_a", "loss/d_b", "grad_norm/d")
         return [Phase("g", self.draw_g, g_body, g_tags, compiled=g_call),
-                Phase("d", self.draw_d, self.d_step.scalars, d_tags)]
+                Phase("d", self.draw_d, self.d_step.scalars, d_tags)] + self.ema_phases()
 
     def translate(self, direction, images):
         return (self.to_b if direction == "AtoB" else self.to_a)(images)

@@ -70,6 +70,7 @@ class Pix2Pix(Translator):
         self.d_step = self.d.step(d_forward, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.g_step = self.g.step(g_forward, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.state = all_state(self.g, self.d)
+        self.g_eval = self.averaged(lambda: build_nets(cfg, a, b, a + b, source.shape_a[1])[0])
         self.generate = None
         self.pair = None
 
@@ -82,12 +83,13 @@ class Pix2Pix(Translator):
 
     def phases(self):
         return [Phase("d", self.draw_d, self.d_step.scalars, ("loss/d", "d_out/real", "d_out/fake", "grad_norm/d")),
-                Phase("g", self.draw_g, self.g_step.scalars, ("loss/g", "loss/g_gan", "loss/g_l1", "grad_norm/g"))]
+                Phase("g", self.draw_g, self.g_step.scalars, ("loss/g", "loss/g_gan", "loss/g_l1", "grad_norm/g"))
+                ] + self.ema_phases()
 
     def translate(self, direction, images):
-        """G(images) in eval mode (its own compiled graph)."""
+        """G(images) (G_ema's with --ema) in eval mode (its own compiled graph)."""
         if self.generate is None:
-            self.generate = eval_function(self.g.net)
+            self.generate = eval_function(self.g_eval)
         return self.generate(images)
 
 

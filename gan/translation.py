@@ -15,8 +15,9 @@ from gan.hooks import EvalHook, SampleHook
 from gan.pictures import image_grid
 from loops import distributed
 from loops.config import RunConfig, UserError, opt
-from loops.driver import Hook
-from loops.learner import model_flags, settings
+from loops.driver import Hook, Phase
+from loops.ema import EMA
+from loops.learner import all_state, declare, model_flags, settings
 from loops.optim import OPTIMIZERS
 from loops.step import jit_enabled, maybe_jit
 from data.translate import TASKS
@@ -31,7 +32,7 @@ class TranslationConfig(RunConfig):
     """Flags of every image-to-image recipe; each recipe's Config sets its own defaults."""
     RUNTIME_KEYS = RunConfig.RUNTIME_KEYS + ("eval_images",)
     HELP_GROUPS = {"data": ("model", "task", "data_dir", "image_size", "batch_size"),
-                   "model": ("netg", "netd", "ngf", "ndf", "norm"),
+                   "model": ("netg", "netd", "ngf", "ndf", "norm", "spectral_norm", "ema"),
                    "optimisation (shared; per model: --<flag>-<model>)": ("steps", "decay_steps"),
                    "evaluation and pictures": ("sample_every", "eval_every", "eval_images"),
                    "run": ("steps_per_call", "distributed")}
@@ -50,6 +51,10 @@ class TranslationConfig(RunConfig):
     ngf: int = opt(0, "generator base channels", auto="the architecture's own: 64, small variants 16")
     ndf: int = opt(0, "discriminator base channels", auto="the architecture's own: 64, small 16")
     norm: str = opt("instance", "normalisation layers", ["instance", "batch", "none"], auto=True)
+    spectral_norm: bool = opt(False, "spectral normalisation of every conv in D (Miyato et al. 2018; not in "
+                                     "the reference)")
+    ema: float = opt(0.0, "EMA decay of a copy of the generator(s) that pictures, evaluation and generate.py "
+                          "use (0: off, G itself, as the reference)")
     steps: int = opt(2000, "iterations (one D step and one G step each)", auto=True)
     decay_steps: int = opt(-1, "the learning rates decay linearly to 0 over the last N steps (0: constant)",
                            auto="half of --steps, as the reference's n_epochs / n_epochs_decay")
@@ -77,6 +82,7 @@ class TranslationConfig(RunConfig):
         super().validate()
         self.check_positive("batch_size", "eval_images", "steps_per_call", "lr")
         self.check_non_negative("decay_steps", "sample_every", "eval_every", "image_size", "ngf", "ndf")
+        self.check(0 <= self.ema < 1, f"--ema must be in [0, 1) (0: off), got {self.ema}")
         self.check(self.decay_steps <= self.steps, f"--decay-steps ({self.decay_steps}) must not exceed --steps "
                                                    f"({self.steps})")
         self.check(not self.distributed or self.run_dir, "--distributed needs --run-dir (the same on every rank)")
@@ -111,7 +117,8 @@ def build_nets(cfg, input_nc, output_nc, d_input_nc, image_size):
     the data's size (checked before the run dir is made)."""
     try:
         return make_translation_nets(cfg.netg, cfg.netd, input_nc, output_nc, cfg.ngf or None, cfg.ndf or None,
-                                     cfg.norm, d_input_nc=d_input_nc, image_size=image_size)
+                                     cfg.norm, d_input_nc=d_input_nc, image_size=image_size,
+                                     spectral_norm=cfg.spectral_norm)
     except ValueError as e:
         raise UserError(f"{e} (--image-size {image_size}; --netg {cfg.netg})")
 
@@ -151,6 +158,23 @@ class Translator:
         if decay == 0:
             return base
         return base * min(1.0, (self.cfg.steps - step) / decay)
+
+    def averaged(self, make_copy):
+        """The generator(s) that pictures, evaluation and generate.py translate with. With --ema DECAY,
+        make_copy() (a fresh instance of self.g.net) is declared g_ema, starts equal to G, follows it by
+        Polyak averaging after each iteration's G step (the "ema" phase, loops/ema.py, as train_gan.py's
+        G_ema) and is saved in every checkpoint; without, G itself. Call after self.state is set."""
+        if not self.cfg.ema:
+            return self.g.net
+        g_ema = declare("g_ema", make_copy())
+        self.ema = EMA(self.g.net, g_ema, self.cfg.ema)
+        self.ema.copy()
+        self.state = self.state + all_state(g_ema)
+        return g_ema
+
+    def ema_phases(self):
+        """[the EMA update phase] with --ema, else []: appended after a recipe's own phases."""
+        return [Phase("ema", lambda step: (), self.ema.phase_body, ("ema/decay",))] if self.cfg.ema else []
 
     def learners(self):
         from loops.learner import Learner

@@ -31,6 +31,7 @@ from mindspore import nn, ops
 from mindspore.common.initializer import Normal
 
 from models.activations import LeakyReLU
+from models.spectral_norm import maybe_sn
 
 NORMS = ("batch", "instance", "none")
 INIT_GAIN = 0.02
@@ -229,19 +230,22 @@ class NLayerDiscriminator(nn.Cell):
     norm, LeakyReLU; conv4x4 stride 1 to one channel (bias). All pad 1. n_layers = 3 is the
     70x70 PatchGAN: 256x256 in, 30x30 logits out."""
 
-    def __init__(self, input_nc, ndf=64, n_layers=3, norm="batch"):
+    def __init__(self, input_nc, ndf=64, n_layers=3, norm="batch", spectral_norm=False):
         super().__init__()
         use_bias = _check(norm)
-        layers = [conv(input_nc, ndf, 4, stride=2, padding=1), LeakyReLU(0.2)]
+
+        def sn_conv(*args, **kwargs):  # --spectral-norm (Miyato et al. 2018): every conv; not in the reference
+            return maybe_sn(conv(*args, **kwargs), spectral_norm)
+        layers = [sn_conv(input_nc, ndf, 4, stride=2, padding=1), LeakyReLU(0.2)]
         mult = 1
         for n in range(1, n_layers):
             prev, mult = mult, min(2 ** n, 8)
-            layers += [conv(ndf * prev, ndf * mult, 4, stride=2, padding=1, bias=use_bias),
+            layers += [sn_conv(ndf * prev, ndf * mult, 4, stride=2, padding=1, bias=use_bias),
                        *norm_layer(norm, ndf * mult), LeakyReLU(0.2)]
         prev, mult = mult, min(2 ** n_layers, 8)
-        layers += [conv(ndf * prev, ndf * mult, 4, stride=1, padding=1, bias=use_bias),
+        layers += [sn_conv(ndf * prev, ndf * mult, 4, stride=1, padding=1, bias=use_bias),
                    *norm_layer(norm, ndf * mult), LeakyReLU(0.2),
-                   conv(ndf * mult, 1, 4, stride=1, padding=1)]
+                   sn_conv(ndf * mult, 1, 4, stride=1, padding=1)]
         self.model = nn.SequentialCell(layers)
 
     def construct(self, x):
@@ -252,13 +256,13 @@ class PixelDiscriminator(nn.Cell):
     """1x1 PatchGAN: conv1x1 (ndf, bias), LeakyReLU 0.2, conv1x1 (2 ndf), norm, LeakyReLU,
     conv1x1 to one channel (bias only with instance norm, as the reference). One logit per pixel."""
 
-    def __init__(self, input_nc, ndf=64, norm="batch"):
+    def __init__(self, input_nc, ndf=64, norm="batch", spectral_norm=False):
         super().__init__()
         use_bias = _check(norm)
         self.net = nn.SequentialCell([
-            conv(input_nc, ndf, 1), LeakyReLU(0.2),
-            conv(ndf, ndf * 2, 1, bias=use_bias), *norm_layer(norm, ndf * 2), LeakyReLU(0.2),
-            conv(ndf * 2, 1, 1, bias=use_bias),
+            maybe_sn(conv(input_nc, ndf, 1), spectral_norm), LeakyReLU(0.2),
+            maybe_sn(conv(ndf, ndf * 2, 1, bias=use_bias), spectral_norm), *norm_layer(norm, ndf * 2), LeakyReLU(0.2),
+            maybe_sn(conv(ndf * 2, 1, 1, bias=use_bias), spectral_norm),
         ])
 
     def construct(self, x):
@@ -282,13 +286,14 @@ def _unet(num_downs):
 
 
 def _nlayer(fixed_layers):
-    def build(input_nc, ndf, norm, n_layers):
-        return NLayerDiscriminator(input_nc, ndf, n_layers if fixed_layers is None else fixed_layers, norm)
+    def build(input_nc, ndf, norm, n_layers, spectral_norm):
+        return NLayerDiscriminator(input_nc, ndf, n_layers if fixed_layers is None else fixed_layers, norm,
+                                   spectral_norm)
     return build
 
 
-def _pixel(input_nc, ndf, norm, n_layers):
-    return PixelDiscriminator(input_nc, ndf, norm)
+def _pixel(input_nc, ndf, norm, n_layers, spectral_norm):
+    return PixelDiscriminator(input_nc, ndf, norm, spectral_norm)
 
 
 GENERATOR_SPECS = {
@@ -316,10 +321,11 @@ def _generator(name):
 
 
 def _discriminator(name):
-    def build(input_nc, ndf=None, norm="batch", n_layers=3):
+    def build(input_nc, ndf=None, norm="batch", n_layers=3, spectral_norm=False):
         builder, default_ndf = DISCRIMINATOR_SPECS[name]
-        return builder(input_nc, default_ndf if ndf is None else ndf, norm, n_layers)
-    build.__doc__ = f"{name}: (input_nc, ndf=None ({DISCRIMINATOR_SPECS[name][1]}), norm, n_layers=3)"
+        return builder(input_nc, default_ndf if ndf is None else ndf, norm, n_layers, spectral_norm)
+    build.__doc__ = (f"{name}: (input_nc, ndf=None ({DISCRIMINATOR_SPECS[name][1]}), norm, n_layers=3, "
+                     "spectral_norm=False)")
     return build
 
 
@@ -327,7 +333,8 @@ GENERATORS = {name: _generator(name) for name in GENERATOR_SPECS}
 """name -> constructor(input_nc, output_nc, ngf=None, norm="instance", use_dropout=False);
 ngf None = the name's default width."""
 DISCRIMINATORS = {name: _discriminator(name) for name in DISCRIMINATOR_SPECS}
-"""name -> constructor(input_nc, ndf=None, norm="batch", n_layers=3); n_layers is read only by "n_layers"."""
+"""name -> constructor(input_nc, ndf=None, norm="batch", n_layers=3, spectral_norm=False); n_layers is read
+only by "n_layers"; spectral_norm wraps every conv (models/spectral_norm.py)."""
 
 
 def size_multiple(g_name):
@@ -360,11 +367,12 @@ def patch_size(n_layers):
 
 
 def make_translation_nets(g_name, d_name, input_nc, output_nc, ngf=None, ndf=None, norm="instance",
-                          use_dropout=False, d_input_nc=None, n_layers_d=3, image_size=None):
+                          use_dropout=False, d_input_nc=None, n_layers_d=3, image_size=None, spectral_norm=False):
     """(generator, discriminator) by registry name, as the reference's define_G / define_D with the
-    same norm for both. d_input_nc: channels D sees; default output_nc (CycleGAN: D judges an
-    image of the target domain); pix2pix's conditional D sees cat(input, output):
-    d_input_nc = input_nc + output_nc. ngf / ndf None take the name's default width.
+    same norm for both; spectral_norm: D's convs spectrally normalised (not in the reference).
+    d_input_nc: channels D sees; default output_nc (CycleGAN: D judges an image of the target
+    domain); pix2pix's conditional D sees cat(input, output): d_input_nc = input_nc + output_nc.
+    ngf / ndf None take the name's default width.
 
     Accepted shapes: ResNet generators need H, W divisible by 4 (resnet_9blocks, resnet_6blocks,
     resnet_small: 28x28 and 32x32 work); U-Nets with num_downs d need H, W divisible by 2^d
@@ -384,5 +392,6 @@ def make_translation_nets(g_name, d_name, input_nc, output_nc, ngf=None, ndf=Non
             raise ValueError(f"discriminator {d_name} leaves no logits for images of {sides}; use a smaller "
                              f"PatchGAN (\"small\" or n_layers)")
     generator = GENERATORS[g_name](input_nc, output_nc, ngf, norm, use_dropout)
-    discriminator = DISCRIMINATORS[d_name](output_nc if d_input_nc is None else d_input_nc, ndf, norm, n_layers_d)
+    discriminator = DISCRIMINATORS[d_name](output_nc if d_input_nc is None else d_input_nc, ndf, norm, n_layers_d,
+                                           spectral_norm)
     return generator, discriminator

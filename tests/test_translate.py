@@ -162,6 +162,51 @@ def test_picture_rows_are_input_output_and_reconstruction_or_target(graph_mode, 
     run.close()
 
 
+@pytest.mark.parametrize("model", ["pix2pix", "cyclegan"])
+def test_ema_copy_starts_as_g_follows_it_and_is_what_translates(graph_mode, tmp_path, fashion, model):
+    """--ema 0.9: g_ema starts equal to G, after an iteration is 0.9 old + 0.1 new G, pictures and
+    evaluation translate with it, and the checkpoint holds it; without --ema G itself translates."""
+    from loops.driver import run_iteration
+    trainer, run = tiny(tmp_path, fashion, model, "--ema", 0.9)
+    g = trainer.g.net.trainable_params()
+    ema = [p for p in trainer.state if p.name.startswith("g_ema.")]
+    assert [p.name.removeprefix("g_ema.") for p in ema] == [p.name.removeprefix("g.") for p in g]
+    start = [p.asnumpy().copy() for p in g]
+    assert all(np.array_equal(x, p.asnumpy()) for x, p in zip(start, ema))
+    phases = trainer.phases()
+    assert [p.name for p in phases][-1] == "ema"
+    run_iteration(phases, 0)
+    for x, p, e in zip(start, g, ema):
+        np.testing.assert_allclose(e.asnumpy(), 0.9 * x + 0.1 * p.asnumpy(), rtol=1e-5, atol=1e-7)
+    assert not all(np.array_equal(x, p.asnumpy()) for x, p in zip(start, g))
+    x = Tensor(trainer.test_images("AtoB")[0][:2].astype(np.float32) / 127.5 - 1)
+    g_a = trainer.g.net if model == "pix2pix" else trainer.g.net.g_a
+    averaged = trainer.g_eval if model == "pix2pix" else trainer.to_b.net
+    assert averaged is not g_a
+    averaged.set_train(False)
+    np.testing.assert_allclose(trainer.translate("AtoB", x).asnumpy(), averaged(x).asnumpy(), atol=1e-6)
+    run.close()
+    plain, run = tiny(tmp_path / "plain", fashion, model)
+    assert not any(p.name.startswith("g_ema.") for p in plain.state) and "ema" not in [p.name for p in plain.phases()]
+    used, own = (plain.g_eval, plain.g.net) if model == "pix2pix" else (plain.to_b.net, plain.g.net.g_a)
+    assert used is own
+    run.close()
+
+
+def test_spectral_norm_flag_normalises_d_and_its_vectors_are_checkpointed(graph_mode, tmp_path, fashion):
+    """--spectral-norm reaches D's four convs (the small PatchGAN); D's step advances their power
+    iteration; the vectors are in the checkpointed state."""
+    from loops.driver import run_iteration
+    trainer, run = tiny(tmp_path, fashion, "pix2pix", "--spectral-norm")
+    u = [p for p in trainer.state if p.name.startswith("d.") and p.name.endswith(".u")]
+    assert len(u) == 4
+    before = [p.asnumpy().copy() for p in u]
+    run_iteration([p for p in trainer.phases() if p.name == "d"], 0)
+    moved = [not np.array_equal(x, p.asnumpy()) for x, p in zip(before, u)]
+    assert moved == [True, True, True, False]  # the last conv has one output channel: its u is +-1 for good
+    run.close()
+
+
 def test_identity_loss_needs_domains_of_one_shape(graph_mode, tmp_path):
     from data.translate import TranslationSource
     from gan import translator
@@ -183,6 +228,7 @@ def test_identity_loss_needs_domains_of_one_shape(graph_mode, tmp_path):
     (["--model", "pix2pix", "--lambda-a", "3"], "unrecognized arguments: --lambda-a 3"),
     (["--model", "cyclegan", "--lambda-l1", "3"], "unrecognized arguments: --lambda-l1 3"),
     (["--model", "pix2px"], "did you mean 'pix2pix'?"),
+    (["--model", "cyclegan", "--ema", "1"], "--ema must be in [0, 1) (0: off), got 1.0"),
     (["--model", "cyclegan", "--data-dir", "/nonexistent"], "/nonexistent"),
 ])
 def test_bad_translate_input_exits_2_and_writes_nothing(tmp_path, fashion, args, message):
@@ -195,11 +241,11 @@ def test_bad_translate_input_exits_2_and_writes_nothing(tmp_path, fashion, args,
 
 @pytest.mark.slow
 def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated(tmp_path, fashion):
-    """The image pools, data position, optimizers and RNG are in each checkpoint: a run killed after
+    """The image pools, EMA generators, data position, optimizers and RNG are in each checkpoint: a run killed after
     its step-2 checkpoint and resumed ends with the weights of an uninterrupted one; generate.py and
     python -m metrics read the run back."""
     args = ["--model", "cyclegan", "--task", "sneaker2boot", "--data-dir", fashion, "--batch-size", 2, "--ngf", 4, "--ndf", 4,
-            "--pool-size", 3, "--steps", 4, "--decay-steps", 2, "--eval-images", 8, "--no-progress"]
+            "--pool-size", 3, "--steps", 4, "--decay-steps", 2, "--eval-images", 8, "--ema", 0.9, "--no-progress"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     run_script("train_translate.py", "--run-dir", whole, *args)
     env = dict(os.environ, GLOG_v="4")
@@ -220,6 +266,7 @@ def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated
     name = "step_00000004.ckpt"
     a, b = checkpoint_arrays(whole / "checkpoints" / name), checkpoint_arrays(killed / "checkpoints" / name)
     assert any(k.startswith("pool_a.") for k in a) and any(k.startswith("g.g_b.") for k in a)
+    assert any(k.startswith("g_ema.g_a.") for k in a)  # --ema: the averaged generators resume too
     assert_same_arrays(a, b)
     m = json.loads((whole / "metrics.json").read_text())
     assert {"success_AtoB", "success_BtoA", "fid_AtoB", "cycle_l1_A", "cycle_l1_B"} <= set(m)

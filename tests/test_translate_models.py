@@ -314,6 +314,21 @@ def test_structure_follows_reference():
         UnetGenerator(1, 1, 4, 2)
 
 
+@pytest.mark.parametrize("name, convs", [("small", 4), ("basic", 5), ("pixel", 3)])
+def test_spectral_norm_wraps_every_conv_of_d_and_adds_no_trainable_weight(name, convs):
+    """--spectral-norm: each of D's convs inside a SpectralNorm (one non-trainable u each), the
+    trainable parameters exactly the reference's."""
+    from models.spectral_norm import SpectralNorm
+    plain = DISCRIMINATORS[name](2, None, "instance")
+    normed = DISCRIMINATORS[name](2, None, "instance", spectral_norm=True)
+    wrapped = [c for _, c in normed.cells_and_names() if isinstance(c, SpectralNorm)]
+    assert len(wrapped) == convs == sum(isinstance(c, nn.Conv2d) for _, c in plain.cells_and_names())
+    assert count(normed) == count(plain)
+    assert [p.name.rsplit(".", 1)[1] for p in normed.get_parameters() if not p.requires_grad] == ["u"] * convs
+    x = rand(2, 2, 32, 32)
+    assert normed(x).shape == plain(x).shape
+
+
 def test_make_translation_nets_and_size_checks():
     g, d = make_translation_nets("resnet_small", "small", 1, 1, norm="instance", image_size=28)
     assert count(g) == REFERENCE_G[("resnet_small", 1, 16, "instance")]
