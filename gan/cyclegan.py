@@ -154,17 +154,23 @@ class CycleGAN(Translator):
         return self.g_step.host_inputs(self.pair, self.rng, self.lr("g", step))
 
     def draw_d(self, step):
+        # The fakes of the global batch (all-gathered under --distributed): every rank runs the same pool
+        # draws on the same images, so the pools stay identical on all ranks (rank 0's checkpoint resumes
+        # them exactly) and equal one process's over the global batch; each rank's D sees its own slice.
         fake_b, fake_a = (f.asnumpy() for f in self.fakes)
         pooled_a = self.pool_a.query(fake_a, self.rng)
         pooled_b = self.pool_b.query(fake_b, self.rng)
-        return self.d_step.host_inputs(self.pair + (pooled_a, pooled_b), self.rng, self.lr("d", step))
+        pooled = distributed.shard(pooled_a, pooled_b)
+        return self.d_step.host_inputs(self.pair + pooled, self.rng, self.lr("d", step))
 
     def phases(self):
         step = self.g_step
+        gather = ops.AllGather() if distributed.active() else None  # rank order: the global batch's order
 
         def g_body(*inputs):  # the tagged scalars first, then G's fakes (kept for D's pools)
             loss, aux, norm, norm_after = step.body(*inputs)
-            return (loss,) + tuple(aux[:4]) + (norm,) + tuple(aux[4:]) + (norm_after,)
+            fakes = (aux[4], aux[5]) if gather is None else (gather(aux[4]), gather(aux[5]))
+            return (loss,) + tuple(aux[:4]) + (norm,) + fakes + (norm_after,)
         compiled = maybe_jit(g_body)
 
         def g_call(*inputs):

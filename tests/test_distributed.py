@@ -2,7 +2,8 @@
 
 - The 2-rank runs end with bit-identical ranks (every rank prints a digest of all its parameters) and
   match one process over the global batch (2 x the per-rank batch) to float tolerance, for the
-  regression baseline and the toy GAN; only rank 0 writes the run dir.
+  regression baseline, the toy GAN and CycleGAN (its image pools included: the fakes are all-gathered,
+  so every rank pools the global batch); only rank 0 writes the run dir.
 - A killed rank makes `msrun --join=True` exit non-zero within a bounded time.
 
 msrun starts the `python` found on PATH, so the venv's bin goes first. Each msrun job pays for three
@@ -23,12 +24,17 @@ import psutil
 import pytest
 
 from conftest import ROOT, checkpoint_arrays
+from fixtures import write_idx
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("msrun")]  # msrun jobs: one at a time
 
 BIN = os.path.dirname(sys.executable)
 REG = ["--steps", 20, "--no-progress"]
 TOY = ["--dataset", "ring8", "--width", 16, "--steps", 20, "--eval-samples", 200, "--no-progress"]
+# --norm none: with instance norm the conv biases before it get only rounding noise as gradient, which
+# Adam scales up to full-size steps, so two exact runs would differ there by design
+CYCLE = ["--model", "cyclegan", "--task", "sneaker2boot", "--ngf", 4, "--ndf", 4, "--norm", "none", "--pool-size", 3,
+         "--steps", 4, "--decay-steps", 2, "--eval-images", 8, "--no-progress"]
 DIGEST = re.compile(r"distributed: rank (\d+) of 2 state sha256 ([0-9a-f]{64})")
 PID = re.compile(r"distributed: rank (\d+) of 2 \(pid (\d+)\)")
 
@@ -90,14 +96,20 @@ def ckpt(run, step=20):
 def test_two_ranks_are_identical_and_match_one_process_over_the_global_batch(tmp_path):
     """Also: the 2-rank regression stops at step 11 and resumes (every rank loads rank 0's checkpoint)."""
     dist, single, logs = tmp_path / "dist", tmp_path / "single", tmp_path / "msrun"
+    fashion = tmp_path / "fashion"
+    write_idx(fashion, n=200, gzip=True)
+    write_idx(fashion, n=60, seed=1, gzip=True, split="test")
     reg = ["--distributed", "--run-dir", dist / "reg", "--batch-size", 4, *REG]
     both = driver(tmp_path / "dist.py", [
         ("train_regression", reg + ["--steps", 11]), ("wait", ckpt(dist / "reg", 11)),
         ("train_regression", reg + ["--resume"]),
-        ("train_gan", ["--distributed", "--run-dir", dist / "gan", "--batch-size", 32, *TOY])])
+        ("train_gan", ["--distributed", "--run-dir", dist / "gan", "--batch-size", 32, *TOY]),
+        ("train_translate", ["--distributed", "--run-dir", dist / "cycle", "--batch-size", 2, "--data-dir", fashion,
+                             *CYCLE])])
     ref = driver(tmp_path / "single.py", [
         ("train_regression", ["--run-dir", single / "reg", "--batch-size", 8, *REG]),
-        ("train_gan", ["--run-dir", single / "gan", "--batch-size", 64, *TOY])])
+        ("train_gan", ["--run-dir", single / "gan", "--batch-size", 64, *TOY]),
+        ("train_translate", ["--run-dir", single / "cycle", "--batch-size", 4, "--data-dir", fashion, *CYCLE])])
     job = subprocess.Popen(msrun(logs, both), cwd=ROOT, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     try:
@@ -112,10 +124,10 @@ def test_two_ranks_are_identical_and_match_one_process_over_the_global_batch(tmp
 
     digests = [[m.group(2) for m in DIGEST.finditer(read(logs / f"worker_{r}.log")) if int(m.group(1)) == r]
                for r in (0, 1)]
-    assert len(digests[0]) == 3 and digests[0] == digests[1]  # regression x 2, GAN: ranks bit-identical
+    assert len(digests[0]) == 4 and digests[0] == digests[1]  # regression x 2, GAN, CycleGAN: ranks bit-identical
 
-    for name in ("reg", "gan"):
-        assert_close(checkpoint_arrays(ckpt(dist / name)), checkpoint_arrays(ckpt(single / name)))
+    for name, step in (("reg", 20), ("gan", 20), ("cycle", 4)):
+        assert_close(checkpoint_arrays(ckpt(dist / name, step)), checkpoint_arrays(ckpt(single / name, step)))
         # rank 0's files (the other ranks write nothing)
         files = sorted(os.listdir(dist / name))
         assert [f for f in files if f.startswith("events.")], files
