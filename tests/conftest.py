@@ -31,6 +31,14 @@ def cli_error(main, argv, capsys):
     return exit_info.value.code, [l for l in err.splitlines() if l.strip()]
 
 
+def assert_refused(main, argv, capsys, run_dir, message):
+    """An entry script's main (in-process, as cli_error) refuses argv: exit 2, one `error:` line that
+    contains message, and no run dir. One subprocess per script elsewhere covers the process-level path."""
+    code, lines = cli_error(main, ["--run-dir", run_dir, *argv], capsys)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not os.path.exists(run_dir)
+
+
 def error_lines(proc):
     """stderr minus MindSpore's own warning lines."""
     return [l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("[WARNING")]

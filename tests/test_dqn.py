@@ -12,7 +12,7 @@ import pytest
 from mindspore import Tensor
 
 import loops
-from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
 from loops.checkpoint import read
 from test_rl import latest_step, tiny_agent
 
@@ -194,11 +194,9 @@ def test_dqn_resume_after_sigkill_is_bit_identical(tmp_path):
     (["--num-steps", "8"], "unrecognized arguments: --num-steps 8"),  # PPO's flag
     (["--lr-actor", "0.1"], "unrecognized arguments: --lr-actor 0.1"),
 ])
-def test_bad_dqn_input_exits_2_and_writes_nothing(tmp_path, args, message):
-    proc = run_script("train_rl.py", "--algo", "dqn", "--run-dir", tmp_path / "run", *args, check=False)
-    lines = error_lines(proc)
-    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
-    assert not (tmp_path / "run").exists()
+def test_bad_dqn_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
+    import train_rl
+    assert_refused(train_rl.main, ["--algo", "dqn", *args], capsys, tmp_path / "run", message)
 
 
 def test_metrics_reevaluates_a_dqn_run(tmp_path):

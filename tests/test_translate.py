@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from conftest import ROOT, assert_same_arrays, checkpoint_arrays, error_lines, run_script
+from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script
 from fixtures import write_idx
 
 
@@ -231,11 +231,19 @@ def test_identity_loss_needs_domains_of_one_shape(graph_mode, tmp_path):
     (["--model", "cyclegan", "--ema", "1"], "--ema must be in [0, 1) (0: off), got 1.0"),
     (["--model", "cyclegan", "--data-dir", "/nonexistent"], "/nonexistent"),
 ])
-def test_bad_translate_input_exits_2_and_writes_nothing(tmp_path, fashion, args, message):
+def test_bad_translate_input_exits_2_and_writes_nothing(tmp_path, capsys, fashion, args, message):
+    import train_translate
     if "--task" in args:
         args = args + ["--data-dir", fashion]
-    proc = run_script("train_translate.py", "--run-dir", tmp_path / "run", *args, check=False)
-    assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0], proc.stderr
+    assert_refused(train_translate.main, args, capsys, tmp_path / "run", message)
+
+
+def test_bad_translate_input_from_the_command_line(tmp_path, fashion):
+    """The process-level path of the cases above (run_cli, exit status, stderr), once."""
+    proc = run_script("train_translate.py", "--run-dir", tmp_path / "run", "--model", "pix2pix", "--task",
+                      "sneaker2boot", "--data-dir", fashion, check=False)
+    assert proc.returncode == 2 and error_lines(proc) == [
+        "error: --task sneaker2boot is unpaired; --model pix2pix takes paired data: edges2fashion"], proc.stderr
     assert not (tmp_path / "run").exists()
 
 
