@@ -182,6 +182,10 @@ class CycleGAN(Translator):
         return [Phase("g", self.draw_g, g_body, g_tags, compiled=g_call),
                 Phase("d", self.draw_d, self.d_step.scalars, d_tags)] + self.ema_phases()
 
+    def without_ema(self):
+        """Translate with G_A and G_B themselves, not their EMA (generate.py / python -m metrics --no-ema)."""
+        self.to_b, self.to_a = eval_function(self.g.net.g_a), eval_function(self.g.net.g_b)
+
     def translate(self, direction, images):
         return (self.to_b if direction == "AtoB" else self.to_a)(images)
 

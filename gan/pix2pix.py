@@ -86,6 +86,10 @@ class Pix2Pix(Translator):
                 Phase("g", self.draw_g, self.g_step.scalars, ("loss/g", "loss/g_gan", "loss/g_l1", "grad_norm/g"))
                 ] + self.ema_phases()
 
+    def without_ema(self):
+        """Translate with G itself, not G_ema (generate.py / python -m metrics --no-ema)."""
+        self.g_eval, self.generate = self.g.net, None
+
     def translate(self, direction, images):
         """G(images) (G_ema's with --ema) in eval mode (its own compiled graph)."""
         if self.generate is None:

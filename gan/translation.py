@@ -66,6 +66,7 @@ class TranslationConfig(RunConfig):
                                    "ranks, rank 0 writes the run dir (needs --run-dir)")
 
     TASK = ""  # the recipe's built-in task when neither --task nor --data-dir is given
+    FIXED_ON_RESUME = ("spectral_norm",)  # it renames D's weights (layer.weight) and adds their u vectors
 
     def owns_run(self, config):
         return config.get("model") == self.model
@@ -161,14 +162,14 @@ class Translator:
 
     def averaged(self, make_copy):
         """The generator(s) that pictures, evaluation and generate.py translate with. With --ema DECAY,
-        make_copy() (a fresh instance of self.g.net) is declared g_ema, starts equal to G, follows it by
-        Polyak averaging after each iteration's G step (the "ema" phase, loops/ema.py, as train_gan.py's
-        G_ema) and is saved in every checkpoint; without, G itself. Call after self.state is set."""
+        make_copy() (a fresh instance of self.g.net) is declared g_ema, made equal to G when a fresh run
+        starts (load_host_state), follows it by Polyak averaging after each iteration's G step (the "ema"
+        phase, loops/ema.py, as train_gan.py's G_ema) and is saved in every checkpoint; without, G
+        itself. Call after self.state is set."""
         if not self.cfg.ema:
             return self.g.net
         g_ema = declare("g_ema", make_copy())
         self.ema = EMA(self.g.net, g_ema, self.cfg.ema)
-        self.ema.copy()
         self.state = self.state + all_state(g_ema)
         return g_ema
 
@@ -224,8 +225,12 @@ class Translator:
         return {"data": self.source.state()}
 
     def load_host_state(self, meta):
+        """After run.restore (before any compiled step): the data position of a resumed run, or, on a
+        fresh run with --ema, G_ema made equal to G."""
         if meta:
             self.source.load_state(meta["data"])
+        elif self.cfg.ema:
+            self.ema.copy()
 
     def before_save(self):
         """Copy host data into Parameters before a checkpoint is written (CycleGAN: its image pools)."""

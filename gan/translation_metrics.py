@@ -95,9 +95,10 @@ class TranslationEvaluator:
                 "l1": "mean |output - target| on [-1, 1]", "psnr": "mean per-image PSNR on [0, 1]"}
 
 
-def load_run(run_dir, checkpoint_path=""):
+def load_run(run_dir, checkpoint_path="", no_ema=False):
     """(trainer, checkpoint meta, checkpoint path) of a train_translate.py run: its recipe rebuilds the
-    models from the config stored in the checkpoint, and the checkpoint is loaded into them."""
+    models from the config stored in the checkpoint, and the checkpoint is loaded into them. no_ema: a
+    run trained with --ema translates with its raw generator(s)."""
     import os
 
     from gan import TRANSLATORS, translator
@@ -120,6 +121,10 @@ def load_run(run_dir, checkpoint_path=""):
     run = Run(cfg, convolutions=True, recipe=recipe.__name__)
     trainer = recipe.TRAINER(cfg, run, make_source(cfg))
     checkpoint.load_into(path, trainer.state)
+    if no_ema:
+        if not cfg.ema:
+            raise UserError("--no-ema: this run was trained without --ema; its generators are the only ones")
+        trainer.without_ema()
     return trainer, meta, path
 
 
@@ -131,6 +136,8 @@ class Evaluation:
         parser.add_argument("--checkpoint", default="", help="checkpoint to evaluate (default: the run's latest)")
         parser.add_argument("--num", type=int, default=0, help="held-out images per domain (default: the run's "
                                                                "--eval-images)")
+        parser.add_argument("--no-ema", action="store_true", help="a run trained with --ema: evaluate the raw "
+                                                                  "generator(s), not their EMA")
 
     def __call__(self, run_dir, args):
         import os
@@ -139,7 +146,7 @@ class Evaluation:
         from loops.config import UserError
         if args.num < 0:
             raise UserError(f"--num must be >= 0 (0: the run's --eval-images), got {args.num}")
-        trainer, meta, path = load_run(run_dir, args.checkpoint)
+        trainer, meta, path = load_run(run_dir, args.checkpoint, args.no_ema)
         import sys
         evaluator = TranslationEvaluator(trainer.source, args.num or trainer.cfg.eval_images, trainer.cfg.seed,
                                          log=lambda m: print(m, file=sys.stderr))  # stdout is the JSON
@@ -147,6 +154,8 @@ class Evaluation:
         metrics["protocol"] = evaluator.protocol
         existing = rundir.read_metrics(run_dir)
         existing.update(metrics, step=meta["step"], checkpoint=os.path.basename(path))
+        if trainer.cfg.ema:
+            existing["ema"] = not args.no_ema
         rundir.write_metrics(run_dir, existing)
         trainer.run.close()
         return {"checkpoint": path, "step": meta["step"], **{k: v for k, v in metrics.items() if k != "protocol"}}
@@ -156,9 +165,10 @@ def generate(args):
     """generate.py on a train_translate.py run: (outputs, picture or None, checkpoint, "translations") for
     the first --num held-out source images of --direction, in file order."""
     from loops.config import UserError
-    if args.label >= 0 or args.no_ema or args.seed:
-        raise UserError("--class, --no-ema and --seed are for train_gan.py runs; this is a train_translate.py run")
-    trainer, _, path = load_run(args.run_dir, args.checkpoint)
+    if args.label >= 0 or args.seed:
+        raise UserError("--class and --seed are for train_gan.py runs; this is a train_translate.py run (a "
+                        "translation draws no noise)")
+    trainer, _, path = load_run(args.run_dir, args.checkpoint, args.no_ema)
     direction = args.direction or "AtoB"
     if direction not in trainer.DIRECTIONS:
         raise UserError(f"--direction {direction}: this {trainer.cfg.model} run translates {', '.join(trainer.DIRECTIONS)}")

@@ -44,7 +44,7 @@ class InstanceNorm2d(nn.Cell):
     CPU kernel ("Unsupported op [InstanceNorm] on CPU"), and it always carries gamma / beta.
     The statistics are taken over the last axis of an (N * C, H * W) view: on the CPU, reducing
     axes (2, 3) of the 4-d tensor made this layer 30% of a CycleGAN iteration, the 2-d form costs
-    about nothing (bench/profile_translate.py)."""
+    about nothing (bench/bench_profile.py --model cyclegan)."""
 
     def __init__(self, eps=1e-5):
         super().__init__()
@@ -75,6 +75,8 @@ class ReflectionPad2d(nn.Cell):
         self.pad = pad
 
     def construct(self, x):
+        if self.pad >= x.shape[2] or self.pad >= x.shape[3]:  # shapes are constants in a graph: checked at compile
+            raise ValueError(f"reflection padding {self.pad} needs sides larger than it, got {x.shape[2:]}")
         rows = ops.gather(x, reflect_index(x.shape[2], self.pad), 2)
         return ops.gather(rows, reflect_index(x.shape[3], self.pad), 3)
 

@@ -70,6 +70,20 @@ def assert_same_arrays(a, b):
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
 
 
+@pytest.fixture(autouse=True)
+def restore_process_state():
+    """In-process runs of the entry scripts (assert_refused, cli_error, the tiny trainers) set
+    environment variables (train_rl's DNNL_MAX_CPU_ISA, GLOG_v) and MindSpore's execution mode for the
+    worker process: every test leaves them as it found them."""
+    env, mode = dict(os.environ), ms.get_context("mode")
+    yield
+    if dict(os.environ) != env:
+        os.environ.clear()
+        os.environ.update(env)
+    if ms.get_context("mode") != mode:
+        ms.set_context(mode=mode)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def classifier_cache(tmp_path_factory):
     """Metrics classifiers are cached per test run, never in the user's home. Under pytest-xdist the

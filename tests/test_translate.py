@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script
+from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, cli_error, error_lines, run_script
 from fixtures import write_idx
 
 
@@ -168,6 +168,7 @@ def test_ema_copy_starts_as_g_follows_it_and_is_what_translates(graph_mode, tmp_
     evaluation translate with it, and the checkpoint holds it; without --ema G itself translates."""
     from loops.driver import run_iteration
     trainer, run = tiny(tmp_path, fashion, model, "--ema", 0.9)
+    trainer.load_host_state(None)  # a fresh run, as train_translate.py starts one: G_ema := G
     g = trainer.g.net.trainable_params()
     ema = [p for p in trainer.state if p.name.startswith("g_ema.")]
     assert [p.name.removeprefix("g_ema.") for p in ema] == [p.name.removeprefix("g.") for p in g]
@@ -185,6 +186,9 @@ def test_ema_copy_starts_as_g_follows_it_and_is_what_translates(graph_mode, tmp_
     assert averaged is not g_a
     averaged.set_train(False)
     np.testing.assert_allclose(trainer.translate("AtoB", x).asnumpy(), averaged(x).asnumpy(), atol=1e-6)
+    trainer.without_ema()  # generate.py / python -m metrics --no-ema
+    g_a.set_train(False)
+    np.testing.assert_allclose(trainer.translate("AtoB", x).asnumpy(), g_a(x).asnumpy(), atol=1e-6)
     run.close()
     plain, run = tiny(tmp_path / "plain", fashion, model)
     assert not any(p.name.startswith("g_ema.") for p in plain.state) and "ema" not in [p.name for p in plain.phases()]
@@ -284,6 +288,8 @@ def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated
     run_script("generate.py", whole, "--num", 5, "--out", tmp_path / "b2a.npy", "--direction", "BtoA")
     out = np.load(tmp_path / "b2a.npy")
     assert out.shape == (5, 1, 28, 28) and out.min() >= -1 and out.max() <= 1
+    run_script("generate.py", whole, "--num", 5, "--out", tmp_path / "raw.npy", "--direction", "BtoA", "--no-ema")
+    assert not np.array_equal(np.load(tmp_path / "raw.npy"), out)  # G_B itself, not its average
 
 
 def png_size(path):
@@ -294,7 +300,7 @@ def png_size(path):
 
 
 @pytest.mark.slow
-def test_pix2pix_learns_to_invert_edges_and_the_run_reads_back(tmp_path, fashion):
+def test_pix2pix_learns_to_invert_edges_and_the_run_reads_back(tmp_path, fashion, capsys):
     """400 iterations on the fixture's edge maps: the outputs' L1 to the held-out targets beats the best
     image that ignores the input (the training targets' per-pixel median) by a wide margin (measured:
     0.098-0.106 against 0.195 on seeds 0-2; 0.318 after 150 iterations). The run reads back:
@@ -321,3 +327,13 @@ def test_pix2pix_learns_to_invert_edges_and_the_run_reads_back(tmp_path, fashion
     run_script("generate.py", run, "--num", 5, "--out", tmp_path / "rows.png")
     cell = size * 2 + 2  # image_grid upscales 32 px to 64 and leaves 2-pixel gaps
     assert png_size(tmp_path / "rows.png") == (3 * cell + 2, 5 * cell + 2)  # input | output | target, 5 rows
+    import generate
+    import train_translate
+    code, lines = cli_error(generate.main, [run, "--num", 5, "--out", tmp_path / "x.npy", "--no-ema"], capsys)
+    assert code == 2 and lines == ["error: --no-ema: this run was trained without --ema; its generators are the "
+                                   "only ones"]
+    before = sorted(os.listdir(run / "checkpoints"))
+    code, lines = cli_error(train_translate.main, ["--run-dir", run, "--resume", "--force", "--spectral-norm",
+                                                   "--steps", 500], capsys)
+    assert code == 2 and len(lines) == 1 and "spectral_norm: False -> True cannot change on resume" in lines[0]
+    assert sorted(os.listdir(run / "checkpoints")) == before

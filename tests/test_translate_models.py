@@ -212,6 +212,8 @@ def test_reflection_pad_equals_numpy(request, mode, pad):
         for b, j in enumerate(cols):
             want[:, :, i, j] += u[:, :, a, b]
     np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="needs sides larger than it"):  # gather would wrap around silently
+        layer(Tensor(x[:, :, :pad, :]))
 
 
 def conv_transpose_numpy(x, w, stride, padding, output_padding):
