@@ -230,7 +230,13 @@ def conv_transpose_numpy(x, w, stride, padding, output_padding):
     return full[:, :, padding:padding + side_h, padding:padding + side_w]
 
 
-def check_conv_transpose(kernel, padding, output_padding):
+@pytest.mark.parametrize("mode", ["eager", "graph_mode"])
+@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
+def test_conv_transpose_equals_pytorch_semantics(request, mode, kernel, padding, output_padding):
+    """ResNet's k3 s2 p1 output_padding 1 (7 -> 14) and U-Net's k4 s2 p1, output and input gradient,
+    in both modes. MindSpore's own output_padding appends zeros instead of computing the last row and
+    column."""
+    request.getfixturevalue(mode)
     x = rand(2, 3, 7, 5).asnumpy()
     layer = ConvTranspose2d(3, 4, kernel, 2, padding, output_padding=output_padding, bias=False)
     w = np.random.default_rng(1).standard_normal(layer.weight.shape).astype(np.float32)
@@ -253,18 +259,6 @@ def check_conv_transpose(kernel, padding, output_padding):
         for j in range(5):
             want_grad[:, :, i, j] = np.einsum("nokl,cokl->nc", full[:, :, 2 * i:2 * i + kernel, 2 * j:2 * j + kernel], w)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
-def test_conv_transpose_equals_pytorch_semantics(eager, kernel, padding, output_padding):
-    """ResNet's k3 s2 p1 output_padding 1 (7 -> 14) and U-Net's k4 s2 p1, output and input gradient.
-    MindSpore's own output_padding appends zeros instead of computing the last row and column."""
-    check_conv_transpose(kernel, padding, output_padding)
-
-
-@pytest.mark.parametrize("kernel, padding, output_padding", [(3, 1, 1), (4, 1, 0)])
-def test_conv_transpose_equals_pytorch_semantics_in_graphs(graph_mode, kernel, padding, output_padding):
-    check_conv_transpose(kernel, padding, output_padding)
 
 
 def test_initialisation_and_determinism():
