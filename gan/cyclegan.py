@@ -24,7 +24,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
 from gan.losses import LOSSES
-from gan.translation import Translator, build_nets, check_task, eval_function, reference_gan_loss, \
+from gan.translation import Translator, build_generator, build_nets, check_task, eval_function, reference_gan_loss, \
     translation_config
 from gan.translation_metrics import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py)
 from loops import distributed
@@ -115,8 +115,7 @@ class CycleGAN(Translator):
         self.g_step = self.g.step(self.g_loss, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.d_step = self.d.step(self.d_loss, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.state = all_state(self.g, self.d) + [self.pool_a.param, self.pool_b.param]
-        used = self.averaged(lambda: Pair(build_nets(cfg, a, b, b, source.shape_a[1])[0],
-                                          build_nets(cfg, b, a, a, source.shape_b[1])[0], ("g_a", "g_b")))
+        used = self.averaged(lambda: Pair(build_generator(cfg, a, b), build_generator(cfg, b, a), ("g_a", "g_b")))
         self.to_b, self.to_a = eval_function(used.g_a), eval_function(used.g_b)
         self.pair, self.fakes = None, None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mindspore import ops
 
 from gan.losses import LOSSES
-from gan.translation import Translator, build_nets, check_task, eval_function, reference_gan_loss, \
+from gan.translation import Translator, build_generator, build_nets, check_task, eval_function, reference_gan_loss, \
     translation_config
 from gan.translation_metrics import EVALUATION, GENERATION  # noqa: F401  (python -m metrics, generate.py)
 from loops import distributed
@@ -70,7 +70,7 @@ class Pix2Pix(Translator):
         self.d_step = self.d.step(d_forward, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.g_step = self.g.step(g_forward, has_aux=True, takes_lr=True, grad_reducer=reducer)
         self.state = all_state(self.g, self.d)
-        self.g_eval = self.averaged(lambda: build_nets(cfg, a, b, a + b, source.shape_a[1])[0])
+        self.g_eval = self.averaged(lambda: build_generator(cfg, a, b))
         self.generate = None
         self.pair = None
 

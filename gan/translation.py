@@ -124,6 +124,12 @@ def build_nets(cfg, input_nc, output_nc, d_input_nc, image_size):
         raise UserError(f"{e} (--image-size {image_size}; --netg {cfg.netg})")
 
 
+def build_generator(cfg, input_nc, output_nc):
+    """A fresh G of this config's architecture and width (the --ema copy); build_nets has already
+    checked that it takes the data's size."""
+    return GENERATORS[cfg.netg](input_nc, output_nc, cfg.ngf or None, cfg.norm)
+
+
 def to_float(images):
     return images.astype(np.float32) / 127.5 - 1.0 if images.dtype == np.uint8 else images.astype(np.float32)
 
