@@ -11,13 +11,52 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_script(script, *args, check=True, timeout=600, env=None):
-    """Run `python script args...` from the repo root (`env`: extra variables); returns the CompletedProcess."""
+def run_script(script, *args, check=True, timeout=600, env=None, own_process=False):
+    """Run `python script args...` from the repo root as a user would; returns a CompletedProcess.
+    In this worker through run_in_process (no interpreter start, no second `import mindspore`: ~3 s a
+    run) unless the run needs a process of its own: own_process=True (it is compared with a killed or
+    signalled process's run, or the test is about the process) or `env` (extra variables, read at start-up)."""
+    if not own_process and env is None and (script == "-m" or script in ENTRY_MODULES):
+        return run_in_process(script, *args, check=check)
     env = loops.child_env(PYTHONUNBUFFERED="1", GLOG_v="3", **(env or {}))  # as users' runs, not with our settings
     proc = subprocess.run([sys.executable, script, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{script} {args} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+ENTRY_MODULES = {"train_gan.py": "train_gan", "train_rl.py": "train_rl", "train_translate.py": "train_translate",
+                 "train_regression.py": "train_regression", "generate.py": "generate"}
+
+
+def run_in_process(script, *args, check=True):
+    """The entry script's main through run_cli in this worker, stdout and stderr captured, the exit
+    status as returncode (`script` "-m" with args[0] "metrics": python -m metrics). The worker has
+    oneDNN capped at AVX2 for every run (loops/__init__.py), so two in-process runs compare bit for bit."""
+    import contextlib
+    import importlib
+    import io
+    if script == "-m":  # python -m pkg (its __main__) or python -m pkg.module
+        name, args = args[0], args[1:]
+        module = importlib.import_module(name)
+        if hasattr(module, "__path__"):
+            module = importlib.import_module(f"{name}.__main__")
+    else:
+        module = importlib.import_module(ENTRY_MODULES[script])
+    from loops.config import run_cli
+    out, err = io.StringIO(), io.StringIO()
+    argv0 = sys.argv[:]
+    sys.argv[:] = [module.__file__ if script == "-m" else script, *map(str, args)]  # as the interpreter sets it
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
+            run_cli(module.main, [str(a) for a in args])
+    finally:
+        sys.argv[:] = argv0
+    code = exit_info.value.code or 0
+    proc = subprocess.CompletedProcess([script, *map(str, args)], code, out.getvalue(), err.getvalue())
+    if check and code != 0:
+        raise AssertionError(f"{script} {args} exited {code}:\n{proc.stderr[-3000:]}")
     return proc
 
 

@@ -150,18 +150,15 @@ def test_failed_event_writes_warn_once_and_training_goes_on(tmp_path, capsys, mo
 
 
 def test_a_failed_sample_picture_does_not_stop_a_gan_run(tmp_path, monkeypatch):
-    """Run as a subprocess with a sitecustomize that makes every PNG write fail with EIO."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(
-        "import errno, os\nfrom PIL import Image\n"
-        "real = Image.Image.save\n"
-        "def save(self, fp, *a, **k):  # files fail; in-memory PNGs (TensorBoard images) still work\n"
-        "    if isinstance(fp, (str, bytes, os.PathLike)):\n"
-        "        raise OSError(errno.EIO, os.strerror(errno.EIO))\n"
-        "    return real(self, fp, *a, **k)\n"
-        "Image.Image.save = save\n")
-    monkeypatch.setenv("PYTHONPATH", str(hook))
+    """Every PNG written to a file fails with EIO; in-memory PNGs (TensorBoard images) still work."""
+    from PIL import Image
+    real = Image.Image.save
+
+    def save(self, fp, *args, **kwargs):
+        if isinstance(fp, (str, bytes, os.PathLike)):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(self, fp, *args, **kwargs)
+    monkeypatch.setattr(Image.Image, "save", save)
     run = tmp_path / "run"
     proc = run_script("train_gan.py", "--run-dir", run, "--dataset", "ring8", "--width", 8, "--batch-size", 16,
                       "--steps", 4, "--steps-per-call", 1, "--sample-every", 2, "--eval-samples", 50)

@@ -303,3 +303,23 @@ def test_resuming_another_scripts_run_names_the_script_and_a_foreign_checkpoint_
     proc = run_script("-m", "metrics", rl, "--checkpoint", ckpt, check=False)
     assert proc.returncode == 2 and error_lines(proc) == [
         f"error: {ckpt} is not a checkpoint of a train_rl.py run (it is of regression (train_regression.py))"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train_regression.py", "--accumulate", "0"], "error: --accumulate must be > 0, got 0"),
+    (["train_gan.py", "--steps", "ten"], "error: argument --steps: invalid int value: 'ten'"),
+    (["train_rl.py", "--algo", "sac", "--update-epochs", "3"], "error: unrecognized arguments: --update-epochs 3"),
+    (["train_translate.py", "--model", "pix2pix", "--lambda-cycle", "5"], "error: unrecognized arguments"),
+    (["generate.py", "RUN", "--num", "4", "--out", "x.npy"], "error: run dir RUN does not exist"),
+    (["-m", "metrics", "RUN"], "error: run dir RUN does not exist"),
+])
+def test_bad_input_in_a_real_process_is_one_line_and_exit_2(tmp_path, argv, message):
+    """The rest of the suite runs the entry scripts in its own process (conftest.run_in_process): here each
+    one runs as a user starts it, so nothing printed at start-up or at exit can hide in the worker."""
+    run = tmp_path / "r"
+    argv = [str(run) if a == "RUN" else a for a in argv]
+    extra = ["--run-dir", run] if argv[0].startswith("train_") else []
+    proc = run_script(*argv, *extra, check=False, own_process=True)
+    assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr
+    assert error_lines(proc)[0].startswith(message.replace("RUN", str(run))), proc.stderr
+    assert "Traceback" not in proc.stderr and not run.exists()

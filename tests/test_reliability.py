@@ -176,7 +176,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
     args = ["--dataset", "ring8", "--width", "16", "--batch-size", "32", "--eval-samples", "100",
             "--steps", "200", "--steps-per-call", "1", "--ckpt-every", "1", "--keep-ckpts", "2", "--no-progress"]
     whole = tmp_path / "whole"
-    run_script("train_gan.py", "--run-dir", whole, *args)
+    run_script("train_gan.py", "--run-dir", whole, *args, own_process=True)
     run = tmp_path / "killed"
     rng = np.random.default_rng(0)
     env = loops.child_env(GLOG_v="4")  # the users' numeric path (the test process capped oneDNN for itself)
@@ -200,7 +200,7 @@ def test_sigkill_anywhere_then_resume_is_bit_identical(tmp_path):
         checkpoint_arrays(latest[-1])  # loads: never half-written
         assert latest_step(run) < 200
     resume = ["--resume"] if list_checkpoints(run) else []
-    run_script("train_gan.py", "--run-dir", run, *args, *resume)
+    run_script("train_gan.py", "--run-dir", run, *args, *resume, own_process=True)
     assert_same_arrays(checkpoint_arrays(whole / "checkpoints/step_00000200.ckpt"),
                        checkpoint_arrays(run / "checkpoints/step_00000200.ckpt"))
 

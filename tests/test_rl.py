@@ -294,7 +294,7 @@ def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
     environments' state continue exactly, so the end equals an uninterrupted run's."""
     args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    run_script("train_rl.py", "--run-dir", whole, *args)
+    run_script("train_rl.py", "--run-dir", whole, *args, own_process=True)
     env = loops.child_env(GLOG_v="4")
     proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
                             stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -308,7 +308,7 @@ def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
     proc.wait()
     final = latest_step(whole)
     assert latest_step(killed) < final
-    run_script("train_rl.py", "--run-dir", killed, *args, "--resume")
+    run_script("train_rl.py", "--run-dir", killed, *args, "--resume", own_process=True)
     name = f"checkpoints/step_{final:08d}.ckpt"
     a, b = checkpoint_arrays(whole / name), checkpoint_arrays(killed / name)
     assert_same_arrays(a, b)

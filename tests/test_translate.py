@@ -259,7 +259,7 @@ def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated
     args = ["--model", "cyclegan", "--task", "sneaker2boot", "--data-dir", fashion, "--batch-size", 2, "--ngf", 4, "--ndf", 4,
             "--pool-size", 3, "--steps", 4, "--decay-steps", 2, "--eval-images", 8, "--ema", 0.9, "--no-progress"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    run_script("train_translate.py", "--run-dir", whole, *args)
+    run_script("train_translate.py", "--run-dir", whole, *args, own_process=True)
     env = dict(os.environ, GLOG_v="4")
     proc = subprocess.Popen([sys.executable, "train_translate.py", "--run-dir", str(killed), *map(str, args),
                              "--ckpt-every", "2", "--steps", "1000"], cwd=ROOT, env=env,
@@ -274,7 +274,7 @@ def test_cyclegan_resume_after_sigkill_is_bit_identical_and_the_run_is_evaluated
         proc.wait()
     for extra in sorted((killed / "checkpoints").iterdir())[1:]:  # resume from step 2 exactly
         extra.unlink()
-    run_script("train_translate.py", "--run-dir", killed, *args, "--resume")
+    run_script("train_translate.py", "--run-dir", killed, *args, "--resume", own_process=True)
     name = "step_00000004.ckpt"
     a, b = checkpoint_arrays(whole / "checkpoints" / name), checkpoint_arrays(killed / "checkpoints" / name)
     assert any(k.startswith("pool_a.") for k in a) and any(k.startswith("g.g_b.") for k in a)
