@@ -18,9 +18,12 @@ One driver iteration = --train-frequency vector steps of the --num-envs environm
 then one Q step on a uniform replay batch, then the target update when the iteration's environment
 steps crossed a multiple of --target-network-frequency: the Q step and the target update are ONE
 compiled call (the target update always runs in it, with decay 1, a no-op bit for bit, when none is
-due, and 1 - tau when one is). Before the first iteration --learning-starts environment steps fill
-the buffer (epsilon-greedy too, as CleanRL). So --steps counts Q updates, and --total-steps T gives
-(T - learning_starts) // (num_envs x train_frequency) iterations. (Why not one environment step per
+due, and 1 - tau when one is). With --gradient-steps G (SB3's recipe: many updates after a long
+collection) the environments step only before every G-th iteration, and the G iterations after it are
+G Q steps on G replay batches; a target update falls due only at those environment steps and runs in
+the group's first call, after its Q step (SB3 updates its target during collection, before the group). Before the first iteration --learning-starts
+environment steps fill the buffer (epsilon-greedy too, as CleanRL). So --steps counts Q updates, and
+--total-steps T gives (T - learning_starts) // (num_envs x train_frequency) x G iterations. (Why not one environment step per
 iteration with the Q phase every --train-frequency iterations: train_rl.py runs every iteration as a
 compiled call (the driver's fuse mode), so 9 of 10 calls would run nothing, at the cost of a call.)
 
@@ -74,13 +77,15 @@ LOSSES = ("mse", "huber")
 @dataclass
 class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_envs=1, total_steps=100_000,
                               hidden=128, gamma=0.99, log_every=100)):
-    HELP_GROUPS = {"DQN": ("buffer_size", "batch_size", "learning_starts", "train_frequency",
+    HELP_GROUPS = {"DQN": ("buffer_size", "batch_size", "learning_starts", "train_frequency", "gradient_steps",
                            "target_network_frequency", "tau", "start_e", "end_e", "exploration_fraction", "loss",
                            "double")}
     buffer_size: int = opt(50_000, "replay buffer capacity (transitions; saved in every checkpoint)")
     batch_size: int = opt(128, "transitions per Q update")
     learning_starts: int = opt(1000, "environment steps (epsilon-greedy) before the first Q update")
-    train_frequency: int = opt(4, "vector environment steps per Q update (one driver iteration)")
+    train_frequency: int = opt(4, "vector environment steps between Q updates")
+    gradient_steps: int = opt(1, "Q updates after each --train-frequency vector steps, each on its own replay "
+                                 "batch (SB3's gradient_steps); one driver iteration per Q update")
     target_network_frequency: int = opt(100, "environment steps between target network updates")
     tau: float = opt(1.0, "target update rate: 1 copies Q into the target, < 1 moves it that far (Polyak)")
     start_e: float = opt(1.0, "exploration epsilon at the start")
@@ -90,11 +95,11 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
     loss: str = opt("mse", "TD loss: mse, or huber (smooth L1, delta 1)", list(LOSSES))
     double: bool = opt(False, "Double DQN: the target network evaluates the online network's argmax")
 
-    def iterations(self):  # one iteration: train_frequency vector steps, then one Q update (module docstring)
-        return (self.total_steps - self.learning_starts) // (self.num_envs * self.train_frequency)
+    def iterations(self):  # one iteration: one Q update, after train_frequency vector steps (module docstring)
+        return (self.total_steps - self.learning_starts) // (self.num_envs * self.train_frequency) * self.gradient_steps
 
     def validate(self):
-        self.check_positive("buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+        self.check_positive("buffer_size", "batch_size", "train_frequency", "gradient_steps", "target_network_frequency")
         self.check_non_negative("learning_starts")
         self.check(0 < self.tau <= 1, f"--tau must be in (0, 1], got {self.tau}")
         for key in ("start_e", "end_e"):
@@ -208,13 +213,15 @@ class DQN(ReplayAgent):
 
     def draw_q(self, step):
         cfg = self.cfg
-        self.pull_weights()  # Q after the last update (the previous call has been read: it is done)
-        while self.env_steps < cfg.learning_starts:
-            self.act()
-        before = self.env_steps
-        for _ in range(cfg.train_frequency):
-            self.act()
-        due = self.env_steps // cfg.target_network_frequency > before // cfg.target_network_frequency
+        due = False
+        if step % cfg.gradient_steps == 0:  # the first Q update of a group: the environments step first
+            self.pull_weights()  # Q after the last update (the previous call has been read: it is done)
+            while self.env_steps < cfg.learning_starts:
+                self.act()
+            before = self.env_steps
+            for _ in range(cfg.train_frequency):
+                self.act()
+            due = self.env_steps // cfg.target_network_frequency > before // cfg.target_network_frequency
         decay = np.float32(1.0 - cfg.tau if due else 1.0)
         batch = self.buffer.sample(self.rng, cfg.batch_size)
         inputs = self.q_step.host_inputs(batch, self.rng, self.scheduled_lr("q", step))

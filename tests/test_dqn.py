@@ -82,19 +82,22 @@ def weights(cell):
     return [p.asnumpy().copy() for p in cell.trainable_params()]
 
 
-@pytest.mark.parametrize("tau", [1.0, 0.5])
-def test_q_phase_moves_q_and_the_target_only_at_its_interval(graph_mode, tmp_path, tau):
+@pytest.mark.parametrize("tau, group", [(1.0, 1), (0.5, 1), (1.0, 3)])
+def test_q_phase_moves_q_and_the_target_only_at_its_interval(graph_mode, tmp_path, tau, group):
     from loops.driver import MultiStep
-    agent, run = tiny_dqn(tmp_path, "--train-frequency", 2, "--target-network-frequency", 6, "--tau", tau)
+    agent, run = tiny_dqn(tmp_path, "--train-frequency", 2, "--target-network-frequency", 6, "--tau", tau,
+                          "--gradient-steps", group)
     engine = MultiStep(agent.phases(), 1)  # one iteration as train_rl.py runs it: one fused call
-    due_count = 0
+    due_count, buffered = 0, []
     for step in range(9):
         q0, t0 = weights(agent.q.net), weights(agent.target)
+        before = agent.env_steps if step else 20
         engine.run(step)
         q1, t1 = weights(agent.q.net), weights(agent.target)
         after = agent.env_steps
-        before = after - 2
-        assert after == 20 + 2 * (step + 1)  # --learning-starts, then --train-frequency steps per iteration
+        buffered.append(agent.buffer.size)
+        # --learning-starts, then --train-frequency steps before every --gradient-steps-th iteration
+        assert after == 20 + 2 * (step // group + 1) and after - before == (2 if step % group == 0 else 0)
         assert all(not np.array_equal(a, b) for a, b in zip(q0, q1))  # every iteration updates Q
         if after // 6 > before // 6:  # crossed a multiple of --target-network-frequency: the target moves
             due_count += 1
@@ -106,7 +109,8 @@ def test_q_phase_moves_q_and_the_target_only_at_its_interval(graph_mode, tmp_pat
         else:
             for a, b in zip(t0, t1):
                 np.testing.assert_array_equal(a, b)
-    assert due_count == 3  # at env steps 24, 30 and 36
+    assert due_count == (3 if group == 1 else 1)  # at env steps 24, 30 and 36; grouped: 24 (steps 22, 24, 26)
+    assert buffered == [20 + 2 * (s // group + 1) for s in range(9)]  # each stepped transition stored once
     # acting uses a numpy forward of the weights pulled after each update: the same greedy actions
     agent.pull_weights()
     obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
@@ -186,6 +190,7 @@ def test_dqn_resume_after_sigkill_is_bit_identical(tmp_path):
     (["--end-e", "2"], "--end-e must be in [0, 1], got 2.0"),
     (["--tau", "0"], "--tau must be in (0, 1], got 0.0"),
     (["--train-frequency", "0"], "--train-frequency must be > 0, got 0"),
+    (["--gradient-steps", "0"], "--gradient-steps must be > 0, got 0"),
     (["--target-network-frequency", "0"], "--target-network-frequency must be > 0, got 0"),
     (["--batch-size", "0"], "--batch-size must be > 0, got 0"),
     (["--learning-starts", "-1"], "--learning-starts must be >= 0, got -1"),
