@@ -90,21 +90,6 @@ def test_cyclegan_losses_are_the_reference_formulas(graph_mode, tmp_path, fashio
     run.close()
 
 
-@pytest.mark.parametrize("model", ["pix2pix", "cyclegan"])
-def test_each_phase_moves_only_its_own_models(graph_mode, tmp_path, fashion, model):
-    from loops.driver import run_iteration
-    trainer, run = tiny(tmp_path, fashion, model)
-    phases = {p.name: p for p in trainer.phases()}
-    g, d = trainer.g.net.trainable_params(), trainer.d.net.trainable_params()
-    for name in ("d", "g") if model == "pix2pix" else ("g", "d"):  # each recipe's own order
-        before_g, before_d = [p.asnumpy().copy() for p in g], [p.asnumpy().copy() for p in d]
-        run_iteration([phases[name]], 0)
-        moved_g = any(not np.array_equal(x, p.asnumpy()) for x, p in zip(before_g, g))
-        moved_d = any(not np.array_equal(x, p.asnumpy()) for x, p in zip(before_d, d))
-        assert (moved_g, moved_d) == (name == "g", name == "d"), name
-    run.close()
-
-
 def test_image_pool_follows_the_reference_and_resumes():
     from gan.cyclegan import ImagePool
     rng, shadow = np.random.default_rng(3), np.random.default_rng(3)
@@ -163,20 +148,26 @@ def test_picture_rows_are_input_output_and_reconstruction_or_target(graph_mode, 
 
 
 @pytest.mark.parametrize("model", ["pix2pix", "cyclegan"])
-def test_ema_copy_starts_as_g_follows_it_and_is_what_translates(graph_mode, tmp_path, fashion, model):
-    """--ema 0.9: g_ema starts equal to G, after an iteration is 0.9 old + 0.1 new G, pictures and
-    evaluation translate with it, and the checkpoint holds it; without --ema G itself translates."""
+def test_each_phase_moves_only_its_own_models_and_ema_follows_g(graph_mode, tmp_path, fashion, model):
+    """Each phase of an iteration, in the recipe's order, moves its own models only; with --ema 0.9
+    g_ema starts equal to G, after the iteration is 0.9 old + 0.1 new G, pictures and evaluation
+    translate with it, and the checkpoint holds it; without --ema G itself translates."""
     from loops.driver import run_iteration
     trainer, run = tiny(tmp_path, fashion, model, "--ema", 0.9)
     trainer.load_host_state(None)  # a fresh run, as train_translate.py starts one: G_ema := G
-    g = trainer.g.net.trainable_params()
+    g, d = trainer.g.net.trainable_params(), trainer.d.net.trainable_params()
     ema = [p for p in trainer.state if p.name.startswith("g_ema.")]
     assert [p.name.removeprefix("g_ema.") for p in ema] == [p.name.removeprefix("g.") for p in g]
     start = [p.asnumpy().copy() for p in g]
     assert all(np.array_equal(x, p.asnumpy()) for x, p in zip(start, ema))
     phases = trainer.phases()
-    assert [p.name for p in phases][-1] == "ema"
-    run_iteration(phases, 0)
+    assert [p.name for p in phases] == (["d", "g"] if model == "pix2pix" else ["g", "d"]) + ["ema"]
+    for phase in phases:  # one iteration, phase by phase
+        before = [[p.asnumpy().copy() for p in ps] for ps in (g, d, ema)]
+        run_iteration([phase], 0)
+        moved = tuple(any(not np.array_equal(x, p.asnumpy()) for x, p in zip(b, ps))
+                      for b, ps in zip(before, (g, d, ema)))
+        assert moved == (phase.name == "g", phase.name == "d", phase.name == "ema"), phase.name
     for x, p, e in zip(start, g, ema):
         np.testing.assert_allclose(e.asnumpy(), 0.9 * x + 0.1 * p.asnumpy(), rtol=1e-5, atol=1e-7)
     assert not all(np.array_equal(x, p.asnumpy()) for x, p in zip(start, g))
