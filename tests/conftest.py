@@ -32,8 +32,8 @@ ENTRY_MODULES = {"train_gan.py": "train_gan", "train_rl.py": "train_rl", "train_
 
 def run_in_process(script, *args, check=True):
     """The entry script's main through run_cli in this worker, stdout and stderr captured, the exit
-    status as returncode (`script` "-m" with args[0] "metrics": python -m metrics). The worker has
-    oneDNN capped at AVX2 for every run (loops/__init__.py), so two in-process runs compare bit for bit."""
+    status as returncode (`script` "-m" with args[0] "metrics": python -m metrics). oneDNN stays capped
+    at AVX2 for every run in the worker (loops/__init__.py)."""
     import contextlib
     import importlib
     import io
@@ -46,13 +46,20 @@ def run_in_process(script, *args, check=True):
         module = importlib.import_module(ENTRY_MODULES[script])
     from loops.config import run_cli
     out, err = io.StringIO(), io.StringIO()
-    argv0 = sys.argv[:]
+    argv0, user_isa = sys.argv[:], loops.USER_ISA
     sys.argv[:] = [module.__file__ if script == "-m" else script, *map(str, args)]  # as the interpreter sets it
+    # oneDNN reads its instruction-set cap once, at the worker's first kernel: a run without convolutions
+    # must not lift it here (loops.lift_isa_cap), or every later test's convolutions run uncapped, tens
+    # of times slower (the test_inception_fid tests after a toy run: minutes instead of seconds)
+    loops.USER_ISA = True
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
             run_cli(module.main, [str(a) for a in args])
     finally:
-        sys.argv[:] = argv0
+        sys.argv[:], loops.USER_ISA = argv0, user_isa
+        # MindSpore keeps every compiled graph of the process: ~21 MB a tiny GAN run, 5.6 GB in a worker by
+        # the suite's end; this frees them (a function called again compiles again): ~4.5 MB a run
+        ms.ms_memory_recycle()
     code = exit_info.value.code or 0
     proc = subprocess.CompletedProcess([script, *map(str, args)], code, out.getvalue(), err.getvalue())
     if check and code != 0:
