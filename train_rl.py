@@ -12,8 +12,8 @@ agent is a Learner with its own optimizer and its own compiled step.
 
 --steps counts driver iterations, each algorithm's own unit (its module's docstring says which).
 PPO: one rollout of --num-steps x --num-envs environment steps and its updates; SAC, TD3, DDPG: one
-step of the --num-envs environments and one critic update; DQN: --train-frequency vector steps and
-one Q update. --total-steps sets --steps in environment steps
+step of the --num-envs environments and one critic update; DQN: one Q update, after --train-frequency
+vector steps (before each group of --gradient-steps updates). --total-steps sets --steps in environment steps
 instead. config.json records every value used and the algorithm that made the run.
 """
 import os

@@ -14,18 +14,20 @@ epsilon falls linearly from --start-e to --end-e over the first --exploration-fr
 environment steps and stays there. Every draw (explore or not, the random action, the replay batch)
 comes from the run's host RNG, so the seed decides a run and a resumed run continues bit for bit.
 
-One driver iteration = --train-frequency vector steps of the --num-envs environments (epsilon-greedy),
-then one Q step on a uniform replay batch, then the target update when the iteration's environment
-steps crossed a multiple of --target-network-frequency: the Q step and the target update are ONE
-compiled call (the target update always runs in it, with decay 1, a no-op bit for bit, when none is
-due, and 1 - tau when one is). With --gradient-steps G (SB3's recipe: many updates after a long
-collection) the environments step only before every G-th iteration, and the G iterations after it are
-G Q steps on G replay batches; a target update falls due only at those environment steps and runs in
-the group's first call, after its Q step (SB3 updates its target during collection, before the group). Before the first iteration --learning-starts
-environment steps fill the buffer (epsilon-greedy too, as CleanRL). So --steps counts Q updates, and
---total-steps T gives (T - learning_starts) // (num_envs x train_frequency) x G iterations. (Why not one environment step per
-iteration with the Q phase every --train-frequency iterations: train_rl.py runs every iteration as a
-compiled call (the driver's fuse mode), so 9 of 10 calls would run nothing, at the cost of a call.)
+One driver iteration = --train-frequency vector steps of the --num-envs environments
+(epsilon-greedy), then one Q step on a uniform replay batch, then the target update when the
+iteration's environment steps crossed a multiple of --target-network-frequency: the Q step and the
+target update are ONE compiled call (the target update always runs in it, with decay 1, a no-op bit
+for bit, when none is due, and 1 - tau when one is). With --gradient-steps G (SB3's recipe: many
+updates after a long collection) the environments step only before every G-th iteration, and the G
+iterations after it are G Q steps on G replay batches; a target update falls due only at those
+environment steps and runs in the group's first call, after its Q step (SB3 updates its target
+during collection, before the group). Before the first iteration --learning-starts environment steps
+fill the buffer (epsilon-greedy too, as CleanRL). So --steps counts Q updates, and --total-steps T
+gives (T - learning_starts) // (num_envs x train_frequency) x G iterations. (Why not one environment
+step per iteration with the Q phase every --train-frequency iterations: train_rl.py runs every
+iteration as a compiled call (the driver's fuse mode), so 9 of 10 calls would run nothing, at the
+cost of a call.)
 
 The replay buffer (rl/replay.py) stores the discrete actions as float32 (act_dim 1; exact for any
 action count below 2^24), cast to int32 inside the loss to pick Q(s, a) with gather_elements.
@@ -83,7 +85,7 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
     buffer_size: int = opt(50_000, "replay buffer capacity (transitions; saved in every checkpoint)")
     batch_size: int = opt(128, "transitions per Q update")
     learning_starts: int = opt(1000, "environment steps (epsilon-greedy) before the first Q update")
-    train_frequency: int = opt(4, "vector environment steps between Q updates")
+    train_frequency: int = opt(4, "vector environment steps before each Q update (each group of --gradient-steps)")
     gradient_steps: int = opt(1, "Q updates after each --train-frequency vector steps, each on its own replay "
                                  "batch (SB3's gradient_steps); one driver iteration per Q update")
     target_network_frequency: int = opt(100, "environment steps between target network updates")
@@ -99,7 +101,8 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
         return (self.total_steps - self.learning_starts) // (self.num_envs * self.train_frequency) * self.gradient_steps
 
     def validate(self):
-        self.check_positive("buffer_size", "batch_size", "train_frequency", "gradient_steps", "target_network_frequency")
+        self.check_positive("buffer_size", "batch_size", "train_frequency", "gradient_steps",
+                            "target_network_frequency")
         self.check_non_negative("learning_starts")
         self.check(0 < self.tau <= 1, f"--tau must be in (0, 1], got {self.tau}")
         for key in ("start_e", "end_e"):

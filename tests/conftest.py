@@ -15,7 +15,8 @@ def run_script(script, *args, check=True, timeout=600, env=None, own_process=Fal
     """Run `python script args...` from the repo root as a user would; returns a CompletedProcess.
     In this worker through run_in_process (no interpreter start, no second `import mindspore`: ~3 s a
     run) unless the run needs a process of its own: own_process=True (it is compared with a killed or
-    signalled process's run, or the test is about the process) or `env` (extra variables, read at start-up)."""
+    signalled process's run, or the test is about the process) or `env` (extra variables, read at start-up).
+    `timeout` bounds own processes only; an in-process run that hangs holds its worker until CI's limit."""
     if not own_process and env is None and (script == "-m" or script in ENTRY_MODULES):
         return run_in_process(script, *args, check=check)
     env = loops.child_env(PYTHONUNBUFFERED="1", GLOG_v="3", **(env or {}))  # as users' runs, not with our settings
@@ -45,18 +46,23 @@ def run_in_process(script, *args, check=True):
     else:
         module = importlib.import_module(ENTRY_MODULES[script])
     from loops.config import run_cli
+    import loops.runtime
     out, err = io.StringIO(), io.StringIO()
-    argv0, user_isa = sys.argv[:], loops.USER_ISA
+    argv0, lift = sys.argv[:], loops.runtime.lift_isa_cap
     sys.argv[:] = [module.__file__ if script == "-m" else script, *map(str, args)]  # as the interpreter sets it
     # oneDNN reads its instruction-set cap once, at the worker's first kernel: a run without convolutions
     # must not lift it here (loops.lift_isa_cap), or every later test's convolutions run uncapped, tens
-    # of times slower (the test_inception_fid tests after a toy run: minutes instead of seconds)
-    loops.USER_ISA = True
+    # of times slower (the test_inception_fid tests after a toy run: minutes instead of seconds); the
+    # processes a run starts (tools.sweep's) still decide for themselves (loops.child_env)
+    loops.runtime.lift_isa_cap = lambda: None
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
             run_cli(module.main, [str(a) for a in args])
+    except BaseException:  # a crash: show what the run printed beside pytest's traceback
+        sys.stderr.write(f"{script} {' '.join(map(str, args))} printed:\n{out.getvalue()}{err.getvalue()}")
+        raise
     finally:
-        sys.argv[:], loops.USER_ISA = argv0, user_isa
+        sys.argv[:], loops.runtime.lift_isa_cap = argv0, lift
         # MindSpore keeps every compiled graph of the process: ~21 MB a tiny GAN run, 5.6 GB in a worker by
         # the suite's end; this frees them (a function called again compiles again): ~4.5 MB a run
         ms.ms_memory_recycle()
