@@ -10,20 +10,16 @@ import subprocess
 import numpy as np
 import pytest
 
-import train_regression
-from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_script
+from conftest import assert_same_arrays, checkpoint_arrays, error_lines, run_in_process, run_script
 from loops import checkpoint
-from loops.config import run_cli
 
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-def run_in_process(argv, capsys):
-    """train_regression.main through run_cli: (exit status, stderr lines without MindSpore's)."""
-    with pytest.raises(SystemExit) as exit_info:
-        run_cli(train_regression.main, [str(a) for a in argv])
-    err = capsys.readouterr().err
-    return exit_info.value.code or 0, [l for l in err.splitlines() if l.strip() and not l.startswith("[")]
+def regression_run(argv):
+    """train_regression.py in this worker (conftest.run_in_process): (exit status, stderr lines)."""
+    proc = run_in_process("train_regression.py", *argv, check=False)
+    return proc.returncode, error_lines(proc)
 
 
 def flip(path, offset):
@@ -104,11 +100,11 @@ def failing_save(monkeypatch, fail_calls):
     return calls
 
 
-def test_a_transient_checkpoint_failure_is_retried_and_the_run_finishes(tmp_path, capsys, monkeypatch):
+def test_a_transient_checkpoint_failure_is_retried_and_the_run_finishes(tmp_path, monkeypatch):
     failing_save(monkeypatch, fail_calls={2})
     run = tmp_path / "run"
-    code, lines = run_in_process(["--run-dir", run, "--steps", 20, "--ckpt-every", 5, "--keep-ckpts", 0,
-                                  "--no-progress"], capsys)
+    code, lines = regression_run(["--run-dir", run, "--steps", 20, "--ckpt-every", 5, "--keep-ckpts", 0,
+                                  "--no-progress"])
     assert code == 0 and len(lines) == 1 and lines[0].startswith("warning: could not write checkpoint"), lines
     assert "step_00000010.ckpt" in lines[0] and "No space left on device" in lines[0] and "free on" in lines[0]
     assert "retrying at the next checkpoint" in lines[0]
@@ -116,10 +112,10 @@ def test_a_transient_checkpoint_failure_is_retried_and_the_run_finishes(tmp_path
     assert json.loads((run / "metrics.json").read_text())["steps"] == 20
 
 
-def test_two_failed_checkpoints_in_a_row_stop_with_exit_4_and_keep_the_last_good_one(tmp_path, capsys, monkeypatch):
+def test_two_failed_checkpoints_in_a_row_stop_with_exit_4_and_keep_the_last_good_one(tmp_path, monkeypatch):
     failing_save(monkeypatch, fail_calls={2, 3})
     run = tmp_path / "run"
-    code, lines = run_in_process(["--run-dir", run, "--steps", 40, "--ckpt-every", 5, "--no-progress"], capsys)
+    code, lines = regression_run(["--run-dir", run, "--steps", 40, "--ckpt-every", 5, "--no-progress"])
     assert code == 4 and lines[-1].startswith("error: could not write checkpoint"), lines
     assert "twice in a row" in lines[-1] and "step_00000005.ckpt" in lines[-1]
     assert os.listdir(run / "checkpoints") == ["step_00000005.ckpt"]  # no partial file left
@@ -127,14 +123,14 @@ def test_two_failed_checkpoints_in_a_row_stop_with_exit_4_and_keep_the_last_good
     assert not (run / "metrics.json").exists()
 
 
-def test_the_final_checkpoint_gets_one_more_attempt(tmp_path, capsys, monkeypatch):
+def test_the_final_checkpoint_gets_one_more_attempt(tmp_path, monkeypatch):
     calls = failing_save(monkeypatch, fail_calls={1})
-    code, lines = run_in_process(["--run-dir", tmp_path / "run", "--steps", 5, "--no-progress"], capsys)
+    code, lines = regression_run(["--run-dir", tmp_path / "run", "--steps", 5, "--no-progress"])
     assert code == 0 and len(calls) == 2 and "trying once more" in lines[0], lines
     assert os.listdir(tmp_path / "run" / "checkpoints") == ["step_00000005.ckpt"]
 
 
-def test_failed_event_writes_warn_once_and_training_goes_on(tmp_path, capsys, monkeypatch):
+def test_failed_event_writes_warn_once_and_training_goes_on(tmp_path, monkeypatch):
     from tensorboardX.event_file_writer import EventsWriter
     real, count = EventsWriter.write_event, []
 
@@ -145,7 +141,7 @@ def test_failed_event_writes_warn_once_and_training_goes_on(tmp_path, capsys, mo
         return real(self, event)
     monkeypatch.setattr(EventsWriter, "write_event", write_event)
     run = tmp_path / "run"
-    code, lines = run_in_process(["--run-dir", run, "--steps", 30, "--log-every", 1, "--no-progress"], capsys)
+    code, lines = regression_run(["--run-dir", run, "--steps", 30, "--log-every", 1, "--no-progress"])
     warnings = [l for l in lines if l.startswith("warning: TensorBoard events stopped")]
     assert code == 0 and len(warnings) == 1 and len(count) == 4, lines  # one failed write, then none tried
     assert os.listdir(run / "checkpoints") == ["step_00000030.ckpt"]
@@ -217,7 +213,7 @@ def ten_step_run(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["directory", "FIFO", "link to /dev/zero"])
-def test_a_latest_checkpoint_that_is_no_file_is_damage_and_resume_falls_back(tmp_path, ten_step_run, kind, capsys):
+def test_a_latest_checkpoint_that_is_no_file_is_damage_and_resume_falls_back(tmp_path, ten_step_run, kind):
     """A directory, FIFO or device link where the latest checkpoint should be used to read as "does not
     exist" (exit 2) or, for the FIFO, to block: it is damage like a corrupt file, so resume uses the one
     before, and the odd entry is left where it is."""
@@ -228,7 +224,7 @@ def test_a_latest_checkpoint_that_is_no_file_is_damage_and_resume_falls_back(tmp
     latest.unlink()
     {"directory": latest.mkdir, "FIFO": lambda: os.mkfifo(latest),
      "link to /dev/zero": lambda: latest.symlink_to("/dev/zero")}[kind]()
-    status, lines = run_in_process(["--run-dir", run, "--resume", "--steps", 15], capsys)
+    status, lines = regression_run(["--run-dir", run, "--resume", "--steps", 15])
     assert status == 0, lines
     warnings = [l for l in lines if l.startswith("warning:")]
     name = "a FIFO" if kind == "FIFO" else "a directory" if kind == "directory" else "not a regular file"

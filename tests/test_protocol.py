@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import cli_error, run_script
+from conftest import cli_error, run_in_process, run_script
 
 TINY_DIGITS = ["--dataset", "digits", "--width", 8, "--z-dim", 8, "--batch-size", 16, "--eval-samples", 32,
                "--log-every", 2, "--r1", 0, "--steps", 2, "--no-progress"]
@@ -22,12 +22,9 @@ def tiny_run(tmp_path_factory):
 
 
 def metrics_cli(argv, capsys):
-    """python -m metrics in-process: (exit status, parsed stdout JSON)."""
-    from loops.config import run_cli
-    from metrics.__main__ import main
-    with pytest.raises(SystemExit) as exit_info:
-        run_cli(main, [str(a) for a in argv])
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+    """python -m metrics in-process (conftest.run_in_process): (exit status, parsed stdout JSON)."""
+    proc = run_in_process("-m", "metrics", *argv, check=False)
+    return proc.returncode, json.loads(proc.stdout)
 
 
 @pytest.mark.xdist_group("protocol_run")
