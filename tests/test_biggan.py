@@ -1,13 +1,15 @@
 """BigGAN (models/biggan.py): shapes, spectral norm everywhere StudioGAN has it, class-conditional BN,
 hierarchical latent, orthogonal init, parameter counts equal to PyTorch-StudioGAN's, and one D and one
-G step that each move only their own model."""
+G step at --amp O1 that each move only their own model."""
+import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.models import build_models
-from gan.steps import make_gan_steps
-from loops.optim import all_parameters, make_optimizer
+from gan.models import make_nets
+from gan.steps import gan_forwards
+from loops.ema import EMA
+from loops.learner import Learner, all_state, declare
 from models.biggan import BigGANDiscriminator, BigGANGenerator
 from models.spectral_norm import SpectralNorm
 
@@ -143,30 +145,42 @@ def moved(before, cell):
     return {name for name, value in snapshot(cell).items() if not np.array_equal(value, before[name])}
 
 
-def test_d_step_and_g_step_move_only_their_own_model(graph_mode):
-    G, D, _ = build_models("biggan", Z, SHAPE, WIDTH, num_classes=3)
-    opt_g = make_optimizer("adam", G.trainable_params(), 1e-2, "g.", (0.5, 0.999))
-    opt_d = make_optimizer("adam", D.trainable_params(), 1e-2, "d.", (0.5, 0.999))
-    d_step, g_step = make_gan_steps(G, D, "hinge", opt_g, opt_d, conditional=True)
-    names = [p.name for p in all_parameters(G, D, opt_g, opt_d)]
-    assert len(names) == len(set(names)) and all(n.split(".")[0] in ("g", "d") for n in names)
+def test_d_step_and_g_step_move_only_their_own_model_at_amp_o1(graph_mode):
+    """Declared as the trainer declares them (Learner, the g_ema copy, gan_forwards) at --amp O1, so
+    every BigGAN layer kind (self-attention, the shared class embedding, conditional BN) also runs
+    under float16 casts: this is BigGAN's row of test_registries' amp matrix too (the level that once
+    had its own bug, a name clash between G and its EMA copy). Each step moves its own model only,
+    float32 master weights."""
+    G, D, E = make_nets("biggan", Z, SHAPE, WIDTH, num_classes=3)
+    g = Learner("g", G, lr=1e-2, betas=(0.5, 0.999), amp="O1")
+    d = Learner("d", D, lr=1e-2, betas=(0.5, 0.999), amp="O1")
+    g_ema = declare("g_ema", E, amp="O1")
+    EMA(g.net, g_ema, 0.9).copy()
+    d_forward, g_forward, d_layout, g_layout = gan_forwards(g.net, d.net, "hinge", conditional=True)
+    d_step, g_step = d.step(d_forward, has_aux=True), g.step(g_forward)
+    names = [p.name for p in all_state(g, d, g_ema)]
+    assert len(names) == len(set(names)) and all(n.split(".")[0] in ("g", "d", "g_ema") for n in names)
+    # O1 casts per op: the names (and so checkpoints) are those of float32 training
+    assert [p.name for p in g_ema.get_parameters()] == [p.name for p in declare("g_ema", make_nets(
+        "biggan", Z, SHAPE, WIDTH, num_classes=3)[2]).get_parameters()]
     rng = np.random.default_rng(0)
-    real = Tensor(rng.uniform(-1, 1, (4,) + SHAPE).astype(np.float32))
+    real = rng.uniform(-1, 1, (4,) + SHAPE).astype(np.float32)
     z, y = inputs()
-    z, y = Tensor(z), Tensor(y)
     # sigma = 0 gates self-attention at the start: its four 1x1 convs get exactly zero gradient in the
     # first step (only sigma moves), as in StudioGAN. D's output bias has hinge gradient
     # (#fakes with D > -1 - #reals with D < 1) / N, zero when the counts tie. Everything else moves.
     gated = {f"{net}.attention.{conv}.layer.weight" for net in ("g", "d") for conv in ("theta", "phi", "g", "out")}
     gated.add("d.linear.layer.bias")
+    G, D = g.net, d.net
     g0, d0 = snapshot(G), snapshot(D)
     bn_mean = G.block0.bn1.bn.moving_mean.asnumpy().copy()
-    loss_d = float(d_step(real, z, y, y)[0].asnumpy())
+    loss_d = float(d_step(*map(Tensor.from_numpy, d_layout.pack(real=real, z=z, y_real=y, y_fake=y)))[0].asnumpy())
     assert not moved(g0, G)
     assert set(d0) - gated <= moved(d0, D)
     d1 = snapshot(D)
-    loss_g = float(g_step(z, y)[0].asnumpy())
+    loss_g = float(g_step(*map(Tensor.from_numpy, g_layout.pack(z=z, y_fake=y)))[0].asnumpy())
     assert not moved(d1, D)
     assert moved(g0, G) == set(g0) - gated
     assert np.isfinite(loss_d) and np.isfinite(loss_g)
+    assert all(p.dtype == ms.float32 for p in all_state(g, d, g_ema) if p.name.split(".")[-1] != "state_step")
     assert not np.array_equal(bn_mean, G.block0.bn1.bn.moving_mean.asnumpy())  # G ran in training mode

@@ -1,5 +1,6 @@
-"""Every architecture x spectral norm x conditional x pack, and every --amp level, in a tiny
-in-process run each: D and G steps compile, give finite losses, and move their own model."""
+"""Architecture x spectral norm x (conditional, pack), every pair of settings at least once, in a tiny
+in-process run each: D and G steps compile, give finite losses, and move their own model. (The
+--amp levels are tests/test_registries.py's matrix.)"""
 import mindspore as ms
 import numpy as np
 import pytest
@@ -9,8 +10,11 @@ from gan.models import build_models
 from gan.steps import make_gan_steps
 from loops.optim import make_optimizer
 
-CASES = [(arch, sn, cond, pack) for arch in ("mlp", "dcgan") for sn in (False, True)
-         for cond, pack in ((False, 1), (False, 2), (True, 1))]
+# all pairs, not all 12 triples: each case is a compile of ~5 s, and a defect that needs three settings
+# at once to show (one architecture, spectral norm, packing) would be a new kind of bug; every pair
+# (arch, sn), (arch, cond/pack) and (sn, cond/pack) appears below
+CASES = [("mlp", False, False, 1), ("mlp", True, False, 2), ("mlp", False, True, 1),
+         ("dcgan", True, False, 1), ("dcgan", False, False, 2), ("dcgan", True, True, 1)]
 
 
 def tiny_steps(arch, sn=False, cond=False, pack=1, amp="O0"):
@@ -45,17 +49,6 @@ def test_every_model_combination_trains(graph_mode, arch, sn, cond, pack):
     moved_g = [not np.array_equal(a, b) for a, b in zip(g0, weights(G))]
     assert np.isfinite(loss_d) and np.isfinite(loss_g)
     assert sum(moved_d) >= len(moved_d) - 1 and sum(moved_g) >= len(moved_g) - 1  # Adam moves all but at most one
-
-
-@pytest.mark.parametrize("amp", ["O1", "O2", "O3"])
-def test_mixed_precision_levels_train_and_keep_float32_master_weights(graph_mode, amp):
-    G, D, d, g = tiny_steps("dcgan", amp=amp)
-    d0 = weights(D)
-    out = d()
-    assert np.isfinite(float(out[0].asnumpy()))
-    assert all(p.dtype == ms.float32 for p in D.trainable_params())
-    assert any(not np.array_equal(a, b) for a, b in zip(d0, weights(D)))
-    assert np.isfinite(float(g()[0].asnumpy()))
 
 
 @pytest.mark.parametrize("arch, shape", [("dcgan", (1, 8, 8)), ("sngan", (3, 32, 32)), ("biggan", (3, 32, 32))])

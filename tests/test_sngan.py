@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.models import build_models
-from gan.steps import make_gan_steps
-from loops.optim import make_optimizer
+from gan.models import make_nets
+from gan.steps import gan_forwards
+from loops.learner import Learner, all_state
 from models import ARCHS
 from models.resnet import ConditionalBatchNorm2d, SNGANDiscriminator, SNGANGenerator
 from models.spectral_norm import SpectralNorm
@@ -215,17 +215,22 @@ def weights(cell):
     return {p.name: p.asnumpy().copy() for p in cell.trainable_params()}
 
 
-@pytest.mark.parametrize("classes", [0, 3])
-def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes):
-    """Compiled as the trainer compiles them, at 8x8: the 32x32 layout with one G block instead of
-    three, the same layer kinds, a shorter compile (~5 s per step on CPU)."""
+@pytest.mark.parametrize("classes, amp", [(0, "O0"), (3, "O1")])
+def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes, amp):
+    """Declared and compiled as the trainer does (Learner, gan_forwards), at 8x8: the 32x32 layout with
+    one G block instead of three, the same layer kinds, a shorter compile (~5 s per step on CPU). The
+    conditional case runs at --amp O1 (float16 casts per op): SNGAN's row of test_registries' amp matrix."""
     size = 8
     ms.set_seed(0)  # the same initial weights whichever tests ran before in this process (a dead ReLU
     # channel in D's last block would leave its conv bias with an exactly zero gradient)
-    G, D, _ = build_models("sngan", 4, (3, size, size), 4, num_classes=classes)
-    opt_g = make_optimizer("adam", G.trainable_params(), 2e-4, "g.", (0.0, 0.9))
-    opt_d = make_optimizer("adam", D.trainable_params(), 2e-4, "d.", (0.0, 0.9))
-    d_step, g_step = make_gan_steps(G, D, "hinge", opt_g, opt_d, conditional=classes > 0)
+    G, D, _ = make_nets("sngan", 4, (3, size, size), 4, num_classes=classes)
+    g = Learner("g", G, lr=2e-4, betas=(0.0, 0.9), amp=amp)
+    d = Learner("d", D, lr=2e-4, betas=(0.0, 0.9), amp=amp)
+    G, D = g.net, d.net
+    d_forward, g_forward, _, _ = gan_forwards(G, D, "hinge", conditional=classes > 0)
+    d_step, g_step = d.step(d_forward, has_aux=True), g.step(g_forward)
+    names = [p.name for p in all_state(g, d)]
+    assert len(names) == len(set(names)) and all(n.split(".")[0] in ("g", "d") for n in names)
     rng = np.random.default_rng(0)
     real = Tensor(rng.uniform(-1, 1, (4, 3, size, size)).astype(np.float32))
     z = Tensor(rng.standard_normal((4, 4)).astype(np.float32))
@@ -250,6 +255,7 @@ def test_one_d_step_and_one_g_step_move_their_own_model(graph_mode, classes):
     # spectral norm's power iteration ran (training mode; the head's u has one entry: always 1)
     u1 = [p.asnumpy() for p in D.get_parameters() if p.name.endswith(".u")]
     assert all(not np.array_equal(a, b) for a, b in zip(u0, u1) if a.size > 1)
+    assert all(p.dtype == ms.float32 for p in G.trainable_params() + D.trainable_params())  # master weights
 
 
 if __name__ == "__main__":  # write the PyTorch twin's outputs (needs torch): PYTHONPATH=. python tests/test_sngan.py
