@@ -122,6 +122,22 @@ def assert_same_arrays(a, b):
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
 
 
+def cut_back_copy(run_dir, step, copy_dir):
+    """A copy of a finished run dir as a run killed right after its step-`step` checkpoint leaves it:
+    the later checkpoints and the final metrics.json gone. Resuming the copy must end where the whole
+    run ended, with one run less than killing a third process for the same checkpoint (real SIGKILLs,
+    torn files included: tests/test_reliability.py, test_rl.py's PPO, test_translate.py's CycleGAN)."""
+    import shutil
+    from loops.checkpoint import list_checkpoints, path_for
+    shutil.copytree(run_dir, copy_dir)
+    kept = path_for(str(copy_dir), step)
+    assert os.path.exists(kept), f"the run wrote no step-{step} checkpoint"
+    for path in list_checkpoints(str(copy_dir)):
+        if path > kept:  # zero-padded step numbers: name order is step order
+            os.remove(path)
+    os.remove(os.path.join(copy_dir, "metrics.json"))
+
+
 @pytest.fixture(autouse=True)
 def restore_process_state():
     """In-process runs of the entry scripts (assert_refused, cli_error, the tiny trainers) set

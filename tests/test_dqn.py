@@ -1,18 +1,13 @@
 """DQN (rl/dqn.py): the TD loss against a float64 numpy reference, the target network's updates, the
 epsilon schedule, exact resume, bad input, re-evaluation and a short convergence run."""
 import json
-import signal
-import subprocess
-import sys
-import time
 
 import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor
 
-import loops
-from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+from conftest import assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, run_script, scalar_tags
 from loops.checkpoint import read
 from test_rl import latest_step, tiny_agent
 
@@ -149,34 +144,25 @@ TINY = ["--algo", "dqn", "--total-steps", 700, "--learning-starts", 100, "--trai
         "--ckpt-every", 5, "--log-every", 20]  # 300 iterations
 
 
-def test_dqn_resume_after_sigkill_is_bit_identical(tmp_path):
-    """Killed mid-run, resumed: Q, its optimizer, the target, the replay buffer, the host RNG and the
-    environments continue exactly, so the end equals an uninterrupted run's."""
-    args = [*map(str, TINY), "--no-progress"]
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    run_script("train_rl.py", "--run-dir", whole, *args, own_process=True)
-    env = loops.child_env(GLOG_v="4")
-    proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
-                            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while latest_step(killed) < 100:  # of 300 iterations
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+def test_dqn_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
+    """Cut back to its step-100 checkpoint and resumed: Q, its optimizer, the target, the replay buffer,
+    the host RNG and the environments continue exactly, so the end equals the uninterrupted run's."""
+    args = [*TINY, "--keep-ckpts", 0, "--no-progress"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run_script("train_rl.py", "--run-dir", whole, *args)
+    cut_back_copy(whole, 100, cut)  # of 300 iterations
+    run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
     final = latest_step(whole)
-    assert final == 300 and latest_step(killed) < final
-    run_script("train_rl.py", "--run-dir", killed, *args, "--resume", own_process=True)
+    assert final == 300
     name = f"checkpoints/step_{final:08d}.ckpt"
-    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(killed / name)
+    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
     assert_same_arrays(a, b)
     assert any(k.startswith("replay.") for k in a) and any(k.startswith("q_target.") for k in a)
-    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(killed / name))
+    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
     for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
         assert meta_a[key] == meta_b[key], key
     assert meta_a["env_steps"] == 700 and meta_a["episodes"]
-    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, killed))
+    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
     tags = set(scalar_tags(whole).Tags()["scalars"])
     assert {"losses/td_loss", "losses/q_values", "charts/epsilon", "grad_norm/q", "charts/episodic_return"} <= tags

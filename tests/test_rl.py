@@ -1,6 +1,6 @@
 """train_rl.py: GAE, PPO's clipped objective and SAC's losses against numpy references, each update
-moves only its own model, both algorithms learn in a short budget, resume after SIGKILL is
-bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
+moves only its own model, both algorithms learn in a short budget, resume (PPO's after a SIGKILL,
+SAC's from a mid-run checkpoint) is bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
 import json
 import os
 import signal
@@ -13,7 +13,8 @@ import pytest
 from mindspore import Tensor
 
 import loops
-from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+from conftest import (ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, error_lines, run_script,
+                      scalar_tags)
 from loops.checkpoint import list_checkpoints, read
 from loops.driver import host_tensor
 from rl import ALGORITHMS
@@ -288,17 +289,18 @@ def latest_step(run):
     return int(os.path.basename(paths[-1])[5:13]) if paths else -1
 
 
-@pytest.mark.parametrize("algo", ["ppo", "sac"])
-def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
-    """Killed mid-run, resumed: the networks, optimizers, replay buffer, targets, host RNG and the
-    environments' state continue exactly, so the end equals an uninterrupted run's."""
+def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
+    """Killed mid-run for real, resumed: the networks, optimizers, host RNG and the environments' state
+    continue exactly, so the end equals an uninterrupted run's (the off-policy agents' resume tests
+    cut a finished run back instead: the same checkpoints, one process less)."""
+    algo = "ppo"
     args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     run_script("train_rl.py", "--run-dir", whole, *args, own_process=True)
     env = loops.child_env(GLOG_v="4")
     proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
                             stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    target = 20 if algo == "ppo" else 100  # of 40 / 240 iterations
+    target = 20  # of 40 iterations
     deadline = time.monotonic() + 300
     while latest_step(killed) < target:  # wait on observed progress: a checkpoint past the target
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -316,9 +318,27 @@ def test_rl_resume_after_sigkill_is_bit_identical(tmp_path, algo):
     for key in ("env_state", "obs", "episodes", "env_steps", "rng"):
         assert meta_a[key] == meta_b[key], key
     assert meta_a["episodes"] and meta_a["env_state"] is not None
-    if algo == "sac":
-        assert any(k.startswith("replay.") for k in a) and any(k.startswith("critic_target.") for k in a)
     m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, killed))
+    assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
+
+
+def test_sac_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
+    """Cut back to its step-100 checkpoint and resumed: actor, twin critics, alpha, their optimizers,
+    the targets, the replay buffer, host RNG and environments continue exactly."""
+    args = [*TINY_RUNS["sac"], "--keep-ckpts", 0, "--no-progress"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run_script("train_rl.py", "--run-dir", whole, *args)
+    cut_back_copy(whole, 100, cut)  # of 240 iterations
+    run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
+    final = latest_step(whole)
+    name = f"checkpoints/step_{final:08d}.ckpt"
+    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
+    assert_same_arrays(a, b)
+    assert {"replay.", "critic_target.", "alpha.", "actor.", "critic."} <= {k.split(".")[0] + "." for k in a}
+    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
+    for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
+        assert meta_a[key] == meta_b[key], key
+    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 
 

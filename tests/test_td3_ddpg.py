@@ -1,20 +1,15 @@
 """TD3 and DDPG (rl/td3.py, rl/ddpg.py): their losses against float64 numpy references of the papers'
 formulas (targets perturbed away from the online networks), each phase moves only its own model and
-the targets move only in their Polyak update (TD3's every --policy-frequency iterations), resume after
-SIGKILL is bit-identical, bad input exits 2 with one line, `python -m metrics` evaluates a TD3 run,
+the targets move only in their Polyak update (TD3's every --policy-frequency iterations), resume from
+a mid-run checkpoint is bit-identical, bad input exits 2 with one line, `python -m metrics` evaluates a TD3 run,
 and both learn Pendulum in a short budget (slow)."""
 import json
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 from mindspore import Tensor
 
-import loops
-from conftest import ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, error_lines, run_script, scalar_tags
+from conftest import assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, run_script, scalar_tags
 from loops.checkpoint import read
 from test_rl import latest_step, tiny_agent
 
@@ -201,35 +196,25 @@ TINY_RUNS = {algo: ["--algo", algo, "--total-steps", 260, "--learning-starts", 2
 
 
 # TD3 only: DDPG runs TD3's agent (rl/td3.py) with one critic and no delay, the same host state and
-# checkpoint code; one SIGKILL resume per agent keeps the suite short
-@pytest.mark.parametrize("algo", ["td3"])
-def test_resume_after_sigkill_is_bit_identical(tmp_path, algo):
-    """Killed mid-run, resumed: networks, optimizers, targets, replay buffer, host RNG and environments
-    continue exactly, so the end equals an uninterrupted run's (tests/test_rl.py's pattern)."""
-    args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    run_script("train_rl.py", "--run-dir", whole, *args, own_process=True)
-    env = loops.child_env(GLOG_v="4")
-    proc = subprocess.Popen([sys.executable, "train_rl.py", "--run-dir", str(killed), *args], cwd=ROOT, env=env,
-                            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while latest_step(killed) < 101:  # of 240 iterations; 101: an odd step, between TD3's delayed updates
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+# checkpoint code
+def test_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
+    """Cut back to its step-105 checkpoint (odd: between TD3's delayed updates) and resumed: networks,
+    optimizers, targets, replay buffer, host RNG and environments continue exactly, so the end equals
+    the uninterrupted run's (tests/test_rl.py's PPO test kills a process for real)."""
+    args = [*TINY_RUNS["td3"], "--keep-ckpts", 0, "--no-progress"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run_script("train_rl.py", "--run-dir", whole, *args)
+    cut_back_copy(whole, 105, cut)  # of 240 iterations
+    run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
     final = latest_step(whole)
-    assert latest_step(killed) < final
-    run_script("train_rl.py", "--run-dir", killed, *args, "--resume", own_process=True)
     name = f"checkpoints/step_{final:08d}.ckpt"
-    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(killed / name)
+    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
     assert_same_arrays(a, b)
     assert {"replay.", "actor_target.", "critic_target.", "actor.", "critic."} <= {k.split(".")[0] + "." for k in a}
-    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(killed / name))
+    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
     for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
         assert meta_a[key] == meta_b[key], key
-    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, killed))
+    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 
 
