@@ -1,5 +1,5 @@
 """DQN (rl/dqn.py): the TD loss against a float64 numpy reference, the target network's updates, the
-epsilon schedule, exact resume, bad input, re-evaluation and a short convergence run."""
+epsilon schedule, bad input (exact resume: tests/test_rl.py), re-evaluation and a short convergence run."""
 import json
 
 import mindspore as ms
@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from conftest import assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, run_script, scalar_tags
-from loops.checkpoint import read
-from test_rl import latest_step, tiny_agent
+from conftest import assert_refused, run_script, scalar_tags
+from test_rl import TINY_RUNS, tiny_agent
 
 
 def tiny_dqn(tmp_path, *extra):
@@ -139,35 +138,6 @@ def test_acting_follows_epsilon(graph_mode, tmp_path):
     run.close()
 
 
-TINY = ["--algo", "dqn", "--total-steps", 700, "--learning-starts", 100, "--train-frequency", 2, "--hidden", 16,
-        "--batch-size", 16, "--buffer-size", 200, "--target-network-frequency", 20, "--eval-episodes", 1,
-        "--ckpt-every", 5, "--log-every", 20]  # 300 iterations
-
-
-def test_dqn_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
-    """Cut back to its step-100 checkpoint and resumed: Q, its optimizer, the target, the replay buffer,
-    the host RNG and the environments continue exactly, so the end equals the uninterrupted run's."""
-    args = [*TINY, "--keep-ckpts", 0, "--no-progress"]
-    whole, cut = tmp_path / "whole", tmp_path / "cut"
-    run_script("train_rl.py", "--run-dir", whole, *args)
-    cut_back_copy(whole, 100, cut)  # of 300 iterations
-    run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
-    final = latest_step(whole)
-    assert final == 300
-    name = f"checkpoints/step_{final:08d}.ckpt"
-    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
-    assert_same_arrays(a, b)
-    assert any(k.startswith("replay.") for k in a) and any(k.startswith("q_target.") for k in a)
-    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
-    for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
-        assert meta_a[key] == meta_b[key], key
-    assert meta_a["env_steps"] == 700 and meta_a["episodes"]
-    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
-    assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
-    tags = set(scalar_tags(whole).Tags()["scalars"])
-    assert {"losses/td_loss", "losses/q_values", "charts/epsilon", "grad_norm/q", "charts/episodic_return"} <= tags
-
-
 @pytest.mark.parametrize("args, message", [
     (["--env", "Pendulum-v1"], "--algo dqn needs discrete actions; Pendulum-v1 has Box("),
     (["--exploration-fraction", "0"], "--exploration-fraction must be in (0, 1], got 0.0"),
@@ -192,13 +162,15 @@ def test_bad_dqn_input_exits_2_and_writes_nothing(tmp_path, capsys, args, messag
 
 def test_metrics_reevaluates_a_dqn_run(tmp_path):
     run = tmp_path / "run"
-    run_script("train_rl.py", "--run-dir", run, *TINY, "--ckpt-every", 0, "--eval-episodes", 2)
+    run_script("train_rl.py", "--run-dir", run, *TINY_RUNS["dqn"], "--ckpt-every", 0, "--eval-episodes", 2)
     trained = json.loads((run / "metrics.json").read_text())
     proc = run_script("-m", "metrics", run)
     m = json.loads((run / "metrics.json").read_text())
     assert m["eval_return_mean"] == trained["eval_return_mean"] and m["eval_episodes"] == 2  # same seeds, same policy
     assert json.loads(proc.stdout)["step"] == trained["updates"] == 300
     assert (run / "episode.png").exists()
+    tags = set(scalar_tags(run).Tags()["scalars"])
+    assert {"losses/td_loss", "losses/q_values", "charts/epsilon", "grad_norm/q", "charts/episodic_return"} <= tags
 
 
 @pytest.mark.slow

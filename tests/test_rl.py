@@ -1,6 +1,6 @@
 """train_rl.py: GAE, PPO's clipped objective and SAC's losses against numpy references, each update
-moves only its own model, both algorithms learn in a short budget, resume (PPO's after a SIGKILL,
-SAC's from a mid-run checkpoint) is bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
+moves only its own model, both algorithms learn in a short budget, resume (PPO's after a SIGKILL;
+SAC's, TD3's and DQN's from a mid-run checkpoint) is bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
 import json
 import os
 import signal
@@ -280,7 +280,12 @@ TINY_RUNS = {
     "ppo": ["--num-envs", 2, "--num-steps", 16, "--total-steps", 1280, "--update-epochs", 2, "--hidden", 16,
             "--eval-episodes", 2, "--ckpt-every", 1, "--log-every", 5],
     "sac": ["--algo", "sac", "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
-            "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20],
+            "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20],  # 240 iterations
+    "td3": ["--algo", "td3", "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
+            "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20],  # 240 iterations
+    "dqn": ["--algo", "dqn", "--total-steps", 700, "--learning-starts", 100, "--train-frequency", 2, "--hidden", 16,
+            "--batch-size", 16, "--buffer-size", 200, "--target-network-frequency", 20, "--eval-episodes", 1,
+            "--ckpt-every", 5, "--log-every", 20],  # 300 iterations
 }
 
 
@@ -322,22 +327,32 @@ def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 
 
-def test_sac_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
-    """Cut back to its step-100 checkpoint and resumed: actor, twin critics, alpha, their optimizers,
-    the targets, the replay buffer, host RNG and environments continue exactly."""
-    args = [*TINY_RUNS["sac"], "--keep-ckpts", 0, "--no-progress"]
+# the step to cut back to (TD3's 105 is odd: between its delayed updates) and what the checkpoint must hold;
+# DDPG runs TD3's agent (rl/td3.py) with one critic and no delay: the same host state and checkpoint code
+CUT_BACK = {"sac": (100, {"actor", "critic", "critic_target", "alpha", "replay"}),
+            "td3": (105, {"actor", "critic", "actor_target", "critic_target", "replay"}),
+            "dqn": (100, {"q", "q_target", "replay"})}
+
+
+@pytest.mark.parametrize("algo", sorted(CUT_BACK))
+def test_off_policy_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path, algo):
+    """A finished run cut back to a mid-run checkpoint and resumed: networks, optimizers, targets (and
+    SAC's alpha), the replay buffer, host RNG and environments continue exactly, so the end equals the
+    uninterrupted run's (PPO's test above kills a process for real)."""
+    step, prefixes = CUT_BACK[algo]
+    args = [*TINY_RUNS[algo], "--keep-ckpts", 0, "--no-progress"]
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     run_script("train_rl.py", "--run-dir", whole, *args)
-    cut_back_copy(whole, 100, cut)  # of 240 iterations
+    cut_back_copy(whole, step, cut)
     run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
-    final = latest_step(whole)
-    name = f"checkpoints/step_{final:08d}.ckpt"
+    name = f"checkpoints/step_{latest_step(whole):08d}.ckpt"
     a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
     assert_same_arrays(a, b)
-    assert {"replay.", "critic_target.", "alpha.", "actor.", "critic."} <= {k.split(".")[0] + "." for k in a}
+    assert prefixes <= {k.split(".")[0] for k in a}
     (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
     for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
         assert meta_a[key] == meta_b[key], key
+    assert meta_a["episodes"]
     m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 

@@ -1,7 +1,7 @@
 """TD3 and DDPG (rl/td3.py, rl/ddpg.py): their losses against float64 numpy references of the papers'
 formulas (targets perturbed away from the online networks), each phase moves only its own model and
-the targets move only in their Polyak update (TD3's every --policy-frequency iterations), resume from
-a mid-run checkpoint is bit-identical, bad input exits 2 with one line, `python -m metrics` evaluates a TD3 run,
+the targets move only in their Polyak update (TD3's every --policy-frequency iterations), bad input
+exits 2 with one line (resume: tests/test_rl.py), `python -m metrics` evaluates a TD3 run,
 and both learn Pendulum in a short budget (slow)."""
 import json
 
@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from conftest import assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, run_script, scalar_tags
-from loops.checkpoint import read
-from test_rl import latest_step, tiny_agent
+from conftest import assert_refused, run_script, scalar_tags
+from test_rl import TINY_RUNS, tiny_agent
 
 
 def tiny(tmp_path, algo, *extra):
@@ -188,34 +187,6 @@ def test_warm_up_is_uniform_then_the_policy_explores_within_the_bounds(graph_mod
     greedy = agent.deterministic_action(obs)[0]
     assert np.all(np.abs(taken) <= 2) and not np.array_equal(taken, greedy)
     run.close()
-
-
-TINY_RUNS = {algo: ["--algo", algo, "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
-                    "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20]
-             for algo in ("td3", "ddpg")}
-
-
-# TD3 only: DDPG runs TD3's agent (rl/td3.py) with one critic and no delay, the same host state and
-# checkpoint code
-def test_resume_from_a_mid_run_checkpoint_is_bit_identical(tmp_path):
-    """Cut back to its step-105 checkpoint (odd: between TD3's delayed updates) and resumed: networks,
-    optimizers, targets, replay buffer, host RNG and environments continue exactly, so the end equals
-    the uninterrupted run's (tests/test_rl.py's PPO test kills a process for real)."""
-    args = [*TINY_RUNS["td3"], "--keep-ckpts", 0, "--no-progress"]
-    whole, cut = tmp_path / "whole", tmp_path / "cut"
-    run_script("train_rl.py", "--run-dir", whole, *args)
-    cut_back_copy(whole, 105, cut)  # of 240 iterations
-    run_script("train_rl.py", "--run-dir", cut, *args, "--resume")
-    final = latest_step(whole)
-    name = f"checkpoints/step_{final:08d}.ckpt"
-    a, b = checkpoint_arrays(whole / name), checkpoint_arrays(cut / name)
-    assert_same_arrays(a, b)
-    assert {"replay.", "actor_target.", "critic_target.", "actor.", "critic."} <= {k.split(".")[0] + "." for k in a}
-    (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(cut / name))
-    for key in ("env_state", "obs", "episodes", "env_steps", "rng", "replay"):
-        assert meta_a[key] == meta_b[key], key
-    m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, cut))
-    assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 
 
 @pytest.mark.parametrize("args, message", [
