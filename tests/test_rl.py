@@ -1,6 +1,7 @@
 """train_rl.py: GAE, PPO's clipped objective and SAC's losses against numpy references, each update
 moves only its own model, both algorithms learn in a short budget, resume (PPO's after a SIGKILL;
-SAC's, TD3's and DQN's from a mid-run checkpoint) is bit-identical (environments included), `python -m metrics` re-evaluates a run, bad input exits 2."""
+SAC's, TD3's and DQN's from a mid-run checkpoint) is bit-identical (environments included),
+`python -m metrics` re-evaluates a run, bad input exits 2."""
 import json
 import os
 import signal
@@ -13,8 +14,8 @@ import pytest
 from mindspore import Tensor
 
 import loops
-from conftest import (ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, error_lines, run_script,
-                      scalar_tags)
+from conftest import (ROOT, assert_refused, assert_same_arrays, checkpoint_arrays, cut_back_copy, error_lines,
+                      run_script, scalar_tags)
 from loops.checkpoint import list_checkpoints, read
 from loops.driver import host_tensor
 from rl import ALGORITHMS
