@@ -182,5 +182,6 @@ def test_d_step_and_g_step_move_only_their_own_model_at_amp_o1(graph_mode):
     assert not moved(d1, D)
     assert moved(g0, G) == set(g0) - gated
     assert np.isfinite(loss_d) and np.isfinite(loss_g)
+    # float32 master weights and optimizer moments (Adam's step counter is int32)
     assert all(p.dtype == ms.float32 for p in all_state(g, d, g_ema) if p.name.split(".")[-1] != "state_step")
     assert not np.array_equal(bn_mean, G.block0.bn1.bn.moving_mean.asnumpy())  # G ran in training mode
