@@ -56,7 +56,7 @@ AUTO = {
 # precision / recall 0.50 / 0.68, garments of every class; ~11 min a run alone. docs/results.md "The
 # fashion-mnist default".
 AUTO_PER_DATASET = {"grid25": dict(r1=0.1), "mnist": dict(steps=3000, lr_g=4e-4, lr_d=8e-4),
-                    "fashion-mnist": dict(r1=20.0, z_dim=100, steps=3000)}
+                    "fashion-mnist": dict(r1=20.0, z_dim=100, steps=12000, batch_size=16, width_d=48)}
 # Class-conditional image runs keep learning the labels after 2000 steps (digits, seed 0: class accuracy
 # 0.89 at 2000, 0.93 at 3000, 0.96 at 4000). Seeds 0-9: at 3000 steps the worst class is below 0.8 on one
 # seed; at 4000 accuracy >= 0.9 and every class >= 0.8 on 10 of 10 (docs/results.md "Choosing the defaults").
@@ -87,13 +87,14 @@ class GANConfig(GANFlags):
         "run": ("steps_per_call", "distributed"),
     }
     steps: int = opt(0, "iterations (D x n_critic, then G)",
-                     auto="toy 20000, images 2000, mnist and fashion-mnist 3000 (--conditional 4000)")
+                     auto="toy 20000, images 2000, mnist 3000, fashion-mnist 12000 (--conditional: at least 4000)")
     dataset: str = opt("digits", "training data", sorted(SOURCES))
     data_dir: str = opt("", "directory of the file-based datasets (mnist, fashion-mnist, cifar10, folder)")
     image_size: int = opt(0, "resize/crop images to this size (multiple of 4); 0: the dataset's own")
     arch: str = opt("", "model family", [""] + sorted(ARCHS), auto="mlp for toy data, dcgan for images")
     width: int = opt(0, "hidden units (mlp) or base channels (dcgan)", auto="toy 128, images 32")
-    width_d: int = opt(0, "D's own width (hidden units or base channels), where it differs from G's", auto="--width")
+    width_d: int = opt(0, "D's own width (hidden units or base channels), where it differs from G's",
+                      auto="--width, fashion-mnist 48")
     z_dim: int = opt(0, "latent dimension", auto="toy 16, images 32, fashion-mnist 100")
     loss: str = opt("ns", "GAN loss", sorted(LOSSES))
     n_critic: int = opt(1, "D steps per G step")
@@ -107,7 +108,7 @@ class GANConfig(GANFlags):
     diffaug: str = opt("", "DiffAugment policies for real and fake images, e.g. color,translation,cutout")
     conditional: bool = opt(False, "class-conditional G (label embedding) and projection D (labels: "
                                    "digit classes, image classes, or the toy mixture's mode index)")
-    batch_size: int = opt(0, "batch size of every D and G step", auto="toy 512, images 64")
+    batch_size: int = opt(0, "batch size of every D and G step", auto="toy 512, images 64, fashion-mnist 16")
     lr_schedule: str = opt("constant", "learning-rate schedule of both models", sorted(SCHEDULES))
     warmup: int = opt(0, "linear learning-rate warm-up over N iterations")
     ema: float = opt(-1.0, "generator EMA decay used for samples and metrics (0: off)", auto="0.99")
@@ -128,12 +129,22 @@ class GANConfig(GANFlags):
     def owns_run(self, config):  # a run recorded before config.json named its recipe
         return "z_dim" in config and "algo" not in config
 
+    def canonical(self, config):
+        """D as wide as G is width_d 0 however it was asked for (left out, as every run from before the
+        flag, or --width-d equal to --width), so a changed --width alone is one difference."""
+        return {**config, "width_d": 0 if config.get("width_d") == config.get("width") else config.get("width_d")}
+
+    def resume_words(self, key, saved):
+        """width_d 0 cannot be typed (leaving the flag out gives fashion-mnist's 48): spell G's width."""
+        return f"--width-d {saved['width']}" if key == "width_d" and not saved["width_d"] else None
+
     def validate(self):
         if self.conditional and self.pack == 0:
             self.pack = 1  # packing mixes labels: off for conditional runs
         fill_optimizer_flags(self, ("lr",), only_given=True)  # --lr: both models' rate, before the autos
-        autos = {**AUTO[self.kind()], **AUTO_PER_DATASET.get(self.dataset, {}),
-                 **(AUTO_CONDITIONAL.get(self.kind(), {}) if self.conditional else {})}
+        autos = {**AUTO[self.kind()], **AUTO_PER_DATASET.get(self.dataset, {})}
+        for key, floor in (AUTO_CONDITIONAL.get(self.kind(), {}) if self.conditional else {}).items():
+            autos[key] = max(autos[key], floor)  # a floor: fashion-mnist's 12000 steps stay 12000
         for key, value in autos.items():
             if getattr(self, key) == self.__dataclass_fields__[key].default:  # left at "auto"
                 setattr(self, key, value)

@@ -109,6 +109,16 @@ class RunConfig:
         was made by this config's script; recipes override it with what tells their runs apart."""
         return True
 
+    def canonical(self, config):
+        """A saved or current config dict in the form a resume compares: a recipe where two values mean
+        the same run overrides this to map one onto the other."""
+        return config
+
+    def resume_words(self, key, saved):
+        """The flag words that give `key` its value in the `saved` config, where the generic spelling
+        (--key value) cannot (a placeholder that only leaving the flag out gives); None: the generic one."""
+        return None
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

@@ -91,7 +91,7 @@ def check_resume_config(cfg, meta, recipe=""):
     fields = type(cfg).__dataclass_fields__
     # a flag added after the checkpoint was written counts as its default there (older runs resume)
     saved = {k: f.default for k, f in fields.items()} | {k: v for k, v in meta.get("config", {}).items() if k in fields}
-    now = cfg.model_dict()
+    saved, now = cfg.canonical(saved), cfg.canonical(cfg.model_dict())
     differ = sorted(k for k in now if saved.get(k) != now.get(k))
     fixed = [k for k in differ if k in cfg.FIXED_ON_RESUME]
     if fixed:  # --force cannot help: the saved state does not fit another value
@@ -102,7 +102,8 @@ def check_resume_config(cfg, meta, recipe=""):
     if differ and not cfg.force:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
         # e.g. a default that changed since the run started: these flags continue it as it was
-        as_started = " ".join(w for k in differ if k in saved and (w := flag_words(k, saved[k], fields[k].default)))
+        as_started = " ".join(w for k in differ if k in saved
+                              and (w := cfg.resume_words(k, saved) or flag_words(k, saved[k], fields[k].default)))
         raise UserError(f"--resume with a different config ({detail}); pass --force to accept"
                         + (f", or resume it as it started with: {as_started}" if as_started else ""))
 

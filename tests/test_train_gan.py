@@ -164,6 +164,15 @@ def test_resume_check_treats_flags_newer_than_the_checkpoint_as_their_default():
     older = dict(saved, r1=0.5, spectral_norm=True, pack=4)
     with pytest.raises(UserError, match=r"as it started with: --pack 4 --r1 0.5 --spectral-norm$"):
         rundir.check_resume_config(cfg, {"config": older})
+    # D's width left out (0) means as wide as G: a fashion-mnist run from before its default D of 48
+    # is told to pass its own width, which then resumes it (no --force: the same network)
+    old_fashion = dict(train_gan.parse_config(train_gan.GANConfig, ["--dataset", "fashion-mnist"], "").to_dict(),
+                       batch_size=64, width_d=0)
+    new_default = train_gan.parse_config(train_gan.GANConfig, ["--dataset", "fashion-mnist"], "")
+    with pytest.raises(UserError, match=r"as it started with: --batch-size 64 --width-d 32$"):
+        rundir.check_resume_config(new_default, {"config": old_fashion})
+    as_started = ["--dataset", "fashion-mnist", "--batch-size", "64", "--width-d", "32"]
+    rundir.check_resume_config(train_gan.parse_config(train_gan.GANConfig, as_started, ""), {"config": old_fashion})
 
 
 def test_auto_defaults_per_kind_and_dataset():
@@ -183,13 +192,15 @@ def test_auto_defaults_per_kind_and_dataset():
     assert (cfg("--lr-d", "1e-4").lr_g, cfg("--lr-d", "1e-4").lr_d) == (2e-4, 1e-4)
     assert (cfg("--dataset", "grid25").r1, cfg("--dataset", "ring8").r1, cfg().r1) == (0.1, 0.0, 1.0)
     assert cfg("--dataset", "grid25", "--r1", "0").r1 == 0.0
-    # MNIST-format: both rates doubled and 3000 steps; Fashion-MNIST keeps the image defaults (unmeasured)
+    # MNIST-format: both rates doubled and 3000 steps
     mnist = cfg("--dataset", "mnist")
     assert (mnist.steps, mnist.lr_g, mnist.lr_d) == (3000, 4e-4, 8e-4)
-    fashion = cfg("--dataset", "fashion-mnist")  # its own: a strong R1 and a longer run (docs/results.md)
-    assert (fashion.steps, fashion.lr_d, fashion.r1, fashion.z_dim, fashion.width) == (3000, 4e-4, 20.0, 100, 32)
+    fashion = cfg("--dataset", "fashion-mnist")  # its own: strong R1, small batches, a wider D (docs/results.md)
+    assert (fashion.steps, fashion.batch_size, fashion.lr_d, fashion.r1, fashion.z_dim, fashion.width,
+            fashion.width_d) == (12000, 16, 4e-4, 20.0, 100, 32, 48)
     assert cfg("--dataset", "mnist", "--lr", "1e-4").lr_d == 1e-4  # --lr still sets both
-    assert steps("--dataset", "mnist", "--conditional") == 4000  # conditional images' budget wins
+    # conditional images' budget is a floor: it lengthens mnist's run, not fashion-mnist's
+    assert (steps("--dataset", "mnist", "--conditional"), steps("--dataset", "fashion-mnist", "--conditional")) == (4000, 12000)
 
 
 def test_width_d_widens_d_alone_and_follows_width_when_left_out():
