@@ -175,8 +175,8 @@ class GANConfig(GANFlags):
         self.check_non_negative("sample_every", "eval_every", "weight_decay", "warmup")
         for name in ("beta1", "beta2", "beta1_g", "beta1_d", "beta2_g", "beta2_d", "ema"):
             self.check(0 <= getattr(self, name) < 1, f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(self, name)}")
-        # width_d stays 0 when left out (D as wide as --width; make_nets reads it so): runs recorded before
-        # the flag existed then resume with the same config
+        # width_d stays 0 when left out (D as wide as --width; make_nets reads it so; fashion-mnist's auto is
+        # 48): runs recorded before the flag existed then resume with the same config (see canonical)
         self.check_non_negative("width_d")
         for key in ("width", "width_d"):
             self.check(self.arch != "dcgan" or getattr(self, key) % 4 == 0,
