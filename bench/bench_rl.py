@@ -5,8 +5,11 @@ hyperparameters, number of environments and host-side environment stepping), mea
 side in this process.
 
     python bench/bench_rl.py [--sac-iters 400] [--ppo-updates 12] [--replay-iters 400] [--algos ppo,sac] [--record]
+    python bench/bench_rl.py --algos ppo,ppo-native,ppo-cleanrl,ppo-cleanrl-native   # both PPO backends
 
-PPO: CartPole-v1, 8 envs x 32 steps, 20 epochs of one minibatch, two 64-unit tanh layers.
+PPO: CartPole-v1, 8 envs x 32 steps, 20 epochs of one minibatch, two 64-unit tanh layers; -native rows:
+--env-backend mindspore (rollout, GAE and updates in one compiled call; PyTorch still steps gymnasium);
+ppo-cleanrl: CleanRL's CartPole sizes, 4 envs x 128 steps, 4 epochs of 4 minibatches.
 SAC: Pendulum-v1, 1 env, batch 256, two 256-unit relu layers, policy frequency 1 (after the
 random warm-up steps, which are not timed). DQN: CartPole-v1, batch 128, two 128-unit relu layers,
 a Q update every 4 env steps, at epsilon 0.05. TD3 / DDPG: Pendulum-v1, batch 256, 256-unit relu
@@ -54,6 +57,8 @@ def ours(algo, iters, extra=()):
     for step in range(1, iters + 1):
         engine.run(step)
     total = time.perf_counter() - t0
+    if hasattr(agent, "harvest"):  # environments in the graph: count the last rollout's steps
+        agent.harvest()
     run.close()
     agent.envs.close()
     return (agent.env_steps - start_steps) / total, total / iters * 1e3, inside[0] / total
@@ -277,7 +282,8 @@ def torch_td3(iters, twin=True, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=
     return iters / total, total / iters * 1e3
 
 
-def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2):
+def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2,
+              minibatches=1):
     import gymnasium as gym
     import torch
     from torch import nn
@@ -317,8 +323,9 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
         adv, ret = gae(b_rew, b_val, b_done, nv, gamma, lam)
         x, act = torch.from_numpy(b_obs.reshape(-1, o)), torch.from_numpy(b_act.reshape(-1))
         old, adv, ret = (torch.from_numpy(v.reshape(-1).astype(np.float32)) for v in (b_logp, adv, ret))
-        for _ in range(epochs):
-            idx = torch.randperm(len(x))
+        size = len(x) // minibatches
+        for idx in (order[i * size:(i + 1) * size] for _ in range(epochs) for order in [torch.randperm(len(x))]
+                    for i in range(minibatches)):
             mb_adv = adv[idx]
             mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
             dist = torch.distributions.Categorical(logits=actor(x[idx]))
@@ -341,7 +348,8 @@ def main():
     parser.add_argument("--sac-iters", type=int, default=400)
     parser.add_argument("--ppo-updates", type=int, default=12)
     parser.add_argument("--replay-iters", type=int, default=400, help="iterations of DQN, TD3 and DDPG")
-    parser.add_argument("--algos", default="ppo,sac,dqn,td3,ddpg", help="which rows, comma-separated")
+    parser.add_argument("--algos", default="ppo,ppo-native,ppo-cleanrl,ppo-cleanrl-native,sac,dqn,td3,ddpg",
+                        help="which rows, comma-separated")
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     try:
@@ -363,12 +371,23 @@ def main():
                            args.replay_iters, torch_td3, []),
                    "ddpg": ("DDPG Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor update, targets)",
                             args.replay_iters, lambda n: torch_td3(n, twin=False), [])}
+    # PPO with the environments in the graph (--env-backend mindspore), at train_rl.py's PPO defaults and at
+    # CleanRL's CartPole ones (4 envs x 128 steps, 4 epochs of 4 minibatches)
+    cleanrl = ["--num-envs", "4", "--num-steps", "128", "--update-epochs", "4", "--num-minibatches", "4"]
+    native = ["--env-backend", "mindspore"]
+    rows_wanted.update({
+        "ppo-native": ("PPO CartPole-v1 (as above)", args.ppo_updates, torch_ppo, constant + native),
+        "ppo-cleanrl": ("PPO CartPole-v1, CleanRL's sizes (1 iteration = 512 env steps + 16+16 updates)",
+                        args.ppo_updates, lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl),
+        "ppo-cleanrl-native": ("PPO CartPole-v1, CleanRL's sizes (as above)", args.ppo_updates,
+                               lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl + native)})
     for algo in args.algos.split(","):
         label, n, ref, extra = rows_wanted[algo]
-        sps, ms_iter, inside = ours(algo, n, extra)
+        sps, ms_iter, inside = ours(algo.split("-")[0], n, extra)
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
-        rows.append(f"| {label} | train_rl.py (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
+        how = "train_rl.py --env-backend mindspore" if "--env-backend" in extra else "train_rl.py"
+        rows.append(f"| {label} | {how} (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
         if ref_sps:
             rows.append(f"| | PyTorch eager, CleanRL-style ({torch_threads} threads) | {ref_sps:.0f} | {ref_ms:.2f} | 1.00x | |")
         print("\n".join(rows[-2:]), flush=True)

@@ -34,13 +34,18 @@ MODELS = {"actor": "the actor", "critic": "the critic"}
 @dataclass
 class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, total_steps=100_000, hidden=64,
                               gamma=0.98, log_every=10)):
-    HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef")}
+    HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef",
+                           "env_backend")}
+    FIXED_ON_RESUME = algorithm_config("ppo", MODELS).FIXED_ON_RESUME + ("env_backend",)  # its state is saved apart
     num_steps: int = opt(32, "steps per environment in each rollout")
     update_epochs: int = opt(20, "passes over each rollout")
     num_minibatches: int = opt(1, "minibatches per pass")
     gae_lambda: float = opt(0.8, "GAE lambda")
     clip_coef: float = opt(0.2, "ratio clip epsilon")
     ent_coef: float = opt(0.0, "entropy bonus weight")
+    env_backend: str = opt("gymnasium", "where the environments run: gymnasium (host numpy, stepped from Python) or "
+                           "mindspore (rl/native_envs.py: rollout, GAE and updates in one compiled call)",
+                           ("gymnasium", "mindspore"))
 
     def iterations(self):  # one iteration: one rollout of num_steps x num_envs environment steps
         return self.total_steps // (self.num_envs * self.num_steps)
@@ -53,6 +58,10 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
         self.check_positive("num_steps", "update_epochs", "num_minibatches", "clip_coef")
         self.check(0 <= self.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
         self.check_non_negative("ent_coef")
+        if self.env_backend == "mindspore":
+            from rl.native_envs import NATIVE_ENVS
+            self.check(self.env in NATIVE_ENVS, f"--env-backend mindspore has no {self.env}; it has "
+                                                f"{', '.join(sorted(NATIVE_ENVS))} (or use --env-backend gymnasium)")
         batch = self.num_envs * self.num_steps
         self.check(batch % self.num_minibatches == 0,
                    f"--num-minibatches ({self.num_minibatches}) must divide --num-envs x --num-steps ({batch})")
@@ -94,6 +103,12 @@ def log_prob_and_entropy(out, log_std, actions, discrete):
 
 
 class PPO(Agent):
+    def __new__(cls, cfg, run):  # --env-backend mindspore: the whole iteration in the graph (rl/ppo_native.py)
+        if cls is PPO and cfg.env_backend == "mindspore":
+            from rl.ppo_native import NativePPO
+            cls = NativePPO
+        return super().__new__(cls)
+
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
         n, obs_dim = self.n_actions, self.obs_dim

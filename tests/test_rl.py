@@ -173,6 +173,11 @@ def test_continuous_actions_train(tmp_path):
     # less than one rollout used to run a whole 256-step one without a word
     (["--total-steps", "10"], "--total-steps 10 is less than one ppo iteration, which takes 256 environment steps"),
     (["--total-steps", "10", "--num-envs", "2", "--num-steps", "7"], "takes 14 environment steps"),
+    (["--env-backend", "mindspore", "--env", "MountainCar-v0"],
+     "--env-backend mindspore has no MountainCar-v0; it has Acrobot-v1, CartPole-v1, MountainCarContinuous-v0, "
+     "Pendulum-v1 (or use --env-backend gymnasium)"),
+    (["--env-backend", "jax"], "invalid choice: 'jax'"),
+    (["--algo", "sac", "--env-backend", "mindspore"], "unrecognized arguments: --env-backend mindspore"),
 ])
 def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
     import train_rl
@@ -295,12 +300,14 @@ def latest_step(run):
     return int(os.path.basename(paths[-1])[5:13]) if paths else -1
 
 
-def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
+@pytest.mark.parametrize("backend", ["gymnasium", "mindspore"])
+def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path, backend):
     """Killed mid-run for real, resumed: the networks, optimizers, host RNG and the environments' state
     continue exactly, so the end equals an uninterrupted run's (the off-policy agents' resume tests
-    cut a finished run back instead: the same checkpoints, one process less)."""
+    cut a finished run back instead: the same checkpoints, one process less). Under --env-backend
+    mindspore the environments' state is the env_carry Parameter, in the checkpoint's arrays."""
     algo = "ppo"
-    args = [*map(str, TINY_RUNS[algo]), "--no-progress"]
+    args = [*map(str, TINY_RUNS[algo]), "--no-progress", "--env-backend", backend]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     run_script("train_rl.py", "--run-dir", whole, *args, own_process=True)
     env = loops.child_env(GLOG_v="4")
@@ -323,7 +330,8 @@ def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
     (_, meta_a), (_, meta_b) = read(str(whole / name)), read(str(killed / name))
     for key in ("env_state", "obs", "episodes", "env_steps", "rng"):
         assert meta_a[key] == meta_b[key], key
-    assert meta_a["episodes"] and meta_a["env_state"] is not None
+    assert meta_a["episodes"] and (meta_a["env_state"] is not None) == (backend == "gymnasium")
+    assert ("env_carry" in a) == (backend == "mindspore")
     m_a, m_b = (json.loads((r / "metrics.json").read_text()) for r in (whole, killed))
     assert m_a["eval_return_mean"] == m_b["eval_return_mean"]
 

@@ -1,0 +1,225 @@
+"""PPO with the environments inside the graph (`--env-backend mindspore`): a whole iteration, rollout,
+GAE and every epoch and minibatch update of actor and critic, is ONE compiled call.
+
+The rollout is a driver phase like the actor's and the critic's, so the driver's fuse mode puts all
+three in one graph: rl/native_envs.py steps the N environments in a graph-mode while loop, each
+step's row (observation, action, log-probability, value, reward, done, finished episode's return and
+length) is written in place into non-trainable Parameters, GAE runs backwards over them in a second
+loop, and the actor and critic steps (each its own Learner, value_and_grad and optimizer, as on the
+host path) gather their minibatches from them by index. The host draws every random number (action
+noise, reset states, minibatch permutations) from the run's generator and passes them in, so the
+generator and the environments' carry (a Parameter, saved in every checkpoint) decide a run and
+`--resume` continues it bit for bit. Finished episodes are read back from the rollout Parameters
+after the call (`harvest`) for CleanRL's tags and the end-of-run metrics.
+
+Same math as the host path (rl/ppo.py): a time limit bootstraps from the final observation through
+the reward, the per-minibatch advantage normalisation, the losses. Differences: the environments'
+initial states come from the run's generator (reset_noise) instead of gymnasium's own seeding, and
+everything after the first state follows from it, so the two backends train on different episodes.
+"""
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, ops
+
+from rl.native_envs import NATIVE_ENVS
+from rl.ppo import PPO, log_prob_and_entropy
+
+
+class Rows:
+    """The rollout's rows, (T, N, width) in ONE non-trainable Parameter written one step at a time (one
+    scatter per step, one read on the host), in named columns: a column of shape () is one number per
+    row, (w,) a vector of w."""
+
+    def __init__(self, name, steps, num_envs, shapes):
+        self.slices, start = {}, 0
+        for column, shape in shapes.items():
+            width = shape[0] if shape else 1
+            self.slices[column] = (start, start + width, bool(shape))
+            start += width
+        self.param = Parameter(Tensor(np.zeros((steps, num_envs, start), np.float32)), name=name, requires_grad=False)
+
+    def column(self, rows, name):
+        """Column `name` of `rows` (B, width) or (T, N, width)."""
+        a, b, vector = self.slices[name]
+        return rows[..., a:b] if vector else rows[..., a]
+
+    def numpy(self):
+        """{name: numpy array} of the rows the last call wrote (the host's view)."""
+        rows = self.param.asnumpy()
+        return {name: rows[..., a:b] if vector else rows[..., a] for name, (a, b, vector) in self.slices.items()}
+
+
+class NativePPO(PPO):
+    def __init__(self, cfg, run):
+        super().__init__(cfg, run)  # the gymnasium envs stay for the action space and the evaluation
+        self.env = env = NATIVE_ENVS[cfg.env]()
+        T, N = cfg.num_steps, cfg.num_envs
+        self.env_carry = Parameter(env.initial(Tensor(env.reset_noise(self.rng, N))), name="env_carry",
+                                   requires_grad=False)
+        scalar = ()
+        self.rows = Rows("rollout.rows", T, N, {
+            "obs": (self.obs_dim,), "actions": scalar if self.discrete else (self.n_actions,), "logprobs": scalar,
+            "values": scalar, "rewards": scalar, "dones": scalar, "episode_return": scalar, "episode_length": scalar})
+        self.targets = Rows("rollout.targets", T, N, {"advantages": scalar, "returns": scalar})
+        self.actor_step = self.actor.step(self.native_actor_loss(), has_aux=True, takes_lr=True)
+        self.critic_step = self.critic.step(self.native_critic_loss(), takes_lr=True)
+        self.rollouts_unread = 0  # rollouts run (or about to run) whose episodes the host has not read
+
+    # ---- the graph ----
+    def rollout_fn(self):
+        """(action noise (T, N, A), reset states (T, N, d)) -> (mean reward,): T steps of the N
+        environments with the current policy, stored in self.rows, then GAE into self.targets."""
+        env, rows, targets, carry_param = self.env, self.rows, self.targets, self.env_carry
+        actor, critic, discrete, T = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps
+        gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
+        low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
+
+        def one_step(t, carry, action_noise, reset_noise):
+            obs = env.observe(carry[:, :d])
+            out = actor(obs)
+            noise = action_noise[t]
+            if discrete:
+                action = ops.argmax(out + noise, -1).astype(ms.int32)
+                env_action = action
+            else:
+                action = out + ops.exp(actor.log_std) * noise
+                env_action = ops.clamp(action, low, high)
+            logp = log_prob_and_entropy(out, actor.log_std, action, discrete)[0]
+            carry, step = env.step(carry, env_action, reset_noise[t])
+            terminated, truncated = step["terminated"], step["truncated"]
+            n = obs.shape[0]
+            values = critic(ops.concat([obs, step["final_obs"]])).reshape(-1)  # one forward for both
+            cut = ops.logical_and(truncated, ops.logical_not(terminated)).astype(ms.float32)
+            # a time limit is not a terminal state: bootstrap from the final observation
+            reward = step["reward"].astype(ms.float32) + gamma * cut * values[n:]
+            done = ops.logical_or(terminated, truncated).astype(ms.float32)
+            row = ops.concat([obs, action.astype(ms.float32).reshape(n, -1), ops.stack(
+                [logp, values[:n], reward, done, step["episode_return"].astype(ms.float32) * done,
+                 step["episode_length"].astype(ms.float32) * done], 1)], 1)
+            ops.scatter_update(rows.param, t.reshape(1), row.reshape((1,) + row.shape))
+            return carry
+
+        def rollout(action_noise, reset_noise):
+            carry = carry_param + 0
+            t = Tensor(0, ms.int32)
+            while t < T:
+                carry = one_step(t, carry, action_noise, reset_noise)
+                t = t + 1
+            carry = ops.depend(carry, ops.assign(carry_param, carry))
+            next_value = critic(env.observe(carry[:, :d])).reshape(-1)
+            # GAE backwards: A_t = delta_t + gamma lam (1 - done_t) A_{t+1} (rl/storage.py's gae)
+            stored = rows.param
+            last = ops.zeros_like(next_value)
+            t = Tensor(T - 1, ms.int32)
+            while t >= 0:
+                now = stored[t]
+                value = rows.column(now, "values")
+                following = ops.where(t == T - 1, next_value, rows.column(stored[ops.minimum(t + 1, T - 1)], "values"))
+                nonterminal = 1.0 - rows.column(now, "dones")
+                delta = rows.column(now, "rewards") + gamma * following * nonterminal - value
+                last = delta + gamma * lam * nonterminal * last
+                ops.scatter_update(targets.param, t.reshape(1), ops.stack([last, last + value], 1).reshape(1, -1, 2))
+                t = t - 1
+            return (ops.mean(rows.column(stored, "rewards")),)
+        return rollout
+
+    def gather(self, name, idx):
+        """Rows `idx` (of the T * N flattened) of column group `name`."""
+        store = self.targets if name in self.targets.slices else self.rows
+        flat = store.param.reshape((-1, store.param.shape[-1]))
+        return store.column(ops.gather(flat, idx, 0), name)
+
+    def native_actor_loss(self):
+        inner, gather, discrete = self.actor_loss_fn(), self.gather, self.discrete
+
+        def loss(idx):
+            adv = gather("advantages", idx)
+            centred = adv - ops.mean(adv)
+            adv = centred / (ops.sqrt(ops.mean(centred * centred)) + 1e-8)  # per minibatch, numpy's std (ddof 0)
+            actions = gather("actions", idx)
+            if discrete:
+                actions = actions.astype(ms.int32)
+            return inner(gather("obs", idx), actions, gather("logprobs", idx), adv)
+        return loss
+
+    def native_critic_loss(self):
+        inner, gather = self.critic_loss_fn(), self.gather
+
+        def loss(idx):
+            return inner(gather("obs", idx), gather("returns", idx))
+        return loss
+
+    # ---- host side ----
+    def draw_rollout(self, step):
+        """The rollout's host inputs; the previous rollout's episodes are read first, and this
+        iteration's minibatches are drawn after the noise (the order is part of exact resume)."""
+        self.harvest()
+        cfg, env = self.cfg, self.env
+        T, N = cfg.num_steps, cfg.num_envs
+        if self.discrete:
+            action_noise = self.rng.gumbel(size=(T, N, self.n_actions)).astype(np.float32)
+        else:
+            action_noise = self.rng.standard_normal((T, N, self.n_actions), dtype=np.float32)
+        reset_noise = env.reset_noise(self.rng, T * N).reshape(T, N, -1)
+        n = T * N
+        size = n // cfg.num_minibatches
+        self.batches = [order[i * size:(i + 1) * size].astype(np.int32) for _ in range(cfg.update_epochs)
+                        for order in [self.rng.permutation(n)] for i in range(cfg.num_minibatches)]
+        self.rollouts_unread += 1
+        return action_noise, reset_noise
+
+    def next_batch(self, who):
+        i = self.cursor[who]
+        self.cursor[who] = (i + 1) % len(self.batches)
+        return self.batches[i]
+
+    def draw_actor(self, step):
+        return self.actor_step.host_inputs((self.next_batch("actor"),), self.rng, self.scheduled_lr("actor", step))
+
+    def draw_critic(self, step):
+        return self.critic_step.host_inputs((self.next_batch("critic"),), self.rng, self.scheduled_lr("critic", step))
+
+    def harvest(self):
+        """Count the environment steps of the rollout that ran and record its finished episodes
+        (in gymnasium's order: by step, then by environment; x = the environment step they ended at)."""
+        if not self.rollouts_unread:
+            return
+        self.rollouts_unread = 0
+        N = self.cfg.num_envs
+        rows = self.rows.numpy()
+        dones, returns, lengths = rows["dones"], rows["episode_return"], rows["episode_length"]
+        for t, i in zip(*np.nonzero(dones)):
+            episode = (float(returns[t, i]), int(lengths[t, i]))
+            self.episodes.append(episode)
+            self.unlogged.append((self.env_steps + (int(t) + 1) * N, *episode))
+        self.env_steps += dones.size
+
+    def phases(self):
+        from loops.driver import Phase
+        return [Phase("rollout", self.draw_rollout, self.rollout_fn(), ("charts/rollout_reward_mean",))] + super().phases()
+
+    def log_hook(self, step):
+        self.harvest()
+        super().log_hook(step)
+
+    def before_save(self):
+        self.harvest()
+        super().before_save()
+
+    def results(self, episodes):
+        self.harvest()
+        return super().results(episodes)
+
+    # ---- checkpoints: the environments' carry is a Parameter; the gymnasium envs are not stepped ----
+    def state(self):
+        return super().state() + [self.env_carry]
+
+    def host_state(self):
+        return {"env_state": None, "obs": None, "env_steps": self.env_steps,
+                "episodes": self.episodes[-100:], "env_backend": "mindspore"}
+
+    def load_host_state(self, meta):
+        if meta:
+            self.env_steps = meta["env_steps"]
+            self.episodes = [tuple(e) for e in meta["episodes"]]
+            self.tick_env_steps = self.env_steps
