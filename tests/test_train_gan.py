@@ -197,10 +197,10 @@ def test_auto_defaults_per_kind_and_dataset():
     assert (mnist.steps, mnist.lr_g, mnist.lr_d) == (3000, 4e-4, 8e-4)
     fashion = cfg("--dataset", "fashion-mnist")  # its own: strong R1, small batches, a wider D (docs/results.md)
     assert (fashion.steps, fashion.batch_size, fashion.lr_d, fashion.r1, fashion.z_dim, fashion.width,
-            fashion.width_d) == (12000, 16, 4e-4, 20.0, 100, 32, 48)
+            fashion.width_d) == (14000, 16, 4e-4, 20.0, 100, 32, 48)
     assert cfg("--dataset", "mnist", "--lr", "1e-4").lr_d == 1e-4  # --lr still sets both
     # conditional images' budget is a floor: it lengthens mnist's run, not fashion-mnist's
-    assert (steps("--dataset", "mnist", "--conditional"), steps("--dataset", "fashion-mnist", "--conditional")) == (4000, 12000)
+    assert (steps("--dataset", "mnist", "--conditional"), steps("--dataset", "fashion-mnist", "--conditional")) == (4000, 14000)
 
 
 def test_width_d_widens_d_alone_and_follows_width_when_left_out():
