@@ -4,7 +4,7 @@ GAE and every epoch and minibatch update of actor and critic, is ONE compiled ca
 The rollout is a driver phase like the actor's and the critic's, so the driver's fuse mode puts all
 three in one graph: rl/native_envs.py steps the N environments in a graph-mode while loop, each
 step's row (observation, action, log-probability, value, reward, done, finished episode's return and
-length) is written in place into non-trainable Parameters, GAE runs backwards over them in a second
+length) is written in place into a non-trainable Parameter, GAE runs backwards over it in a second
 loop, and the actor and critic steps (each its own Learner, value_and_grad and optimizer, as on the
 host path) gather their minibatches from them by index. The host draws every random number (action
 noise, reset states, minibatch permutations) from the run's generator and passes them in, so the
@@ -21,6 +21,8 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, ops
 
+from loops.driver import Phase
+from rl.agent import KEEP_EPISODES
 from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
 
@@ -194,8 +196,7 @@ class NativePPO(PPO):
             self.unlogged.append((self.env_steps + (int(t) + 1) * N, *episode))
         self.env_steps += dones.size
 
-    def phases(self):
-        from loops.driver import Phase
+    def phases(self):  # the rollout's tag: its mean reward, time-limit bootstraps included (what GAE reads)
         return [Phase("rollout", self.draw_rollout, self.rollout_fn(), ("charts/rollout_reward_mean",))] + super().phases()
 
     def log_hook(self, step):
@@ -216,7 +217,7 @@ class NativePPO(PPO):
 
     def host_state(self):
         return {"env_state": None, "obs": None, "env_steps": self.env_steps,
-                "episodes": self.episodes[-100:], "env_backend": "mindspore"}
+                "episodes": self.episodes[-KEEP_EPISODES:], "env_backend": "mindspore"}
 
     def load_host_state(self, meta):
         if meta:
