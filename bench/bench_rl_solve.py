@@ -55,7 +55,7 @@ def solve_torch(seed):
                           "--target", str(TARGET)], capture_output=True, text=True, env=child_env())
     words = out.stdout.split()
     if out.returncode != 0 or not words:
-        return None, False
+        sys.exit(f"error: bench/torch_ppo_cleanrl.py failed: {(out.stderr.strip().splitlines() or ['no output'])[-1]}")
     return float(words[-2]) if words[0] == "solved" else time.time() - start, words[0] == "solved"
 
 

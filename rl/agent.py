@@ -73,12 +73,22 @@ class Agent:
 
     # ---- checkpoint meta: JSON, restored after the Parameters ----
     def host_state(self):
-        return {"env_state": env_state(self.envs), "obs": self.obs.tolist(), "env_steps": self.env_steps,
-                "episodes": self.episodes[-KEEP_EPISODES:]}
+        return {**self.environment_state(), "env_steps": self.env_steps, "episodes": self.episodes[-KEEP_EPISODES:]}
 
     def load_host_state(self, meta):
         if not meta:
             return
+        self.restore_environments(meta)
+        self.env_steps = meta["env_steps"]
+        self.episodes = [tuple(e) for e in meta["episodes"]]
+        self.tick_env_steps = self.env_steps
+
+    def environment_state(self):
+        """The gymnasium environments' state and current observations, for the checkpoint meta (an agent
+        whose environments live elsewhere overrides this and restore_environments)."""
+        return {"env_state": env_state(self.envs), "obs": self.obs.tolist()}
+
+    def restore_environments(self, meta):
         if meta.get("env_state") is not None:
             set_env_state(self.envs, meta["env_state"])
             self.obs = np.array(meta["obs"], np.float32)
@@ -86,9 +96,6 @@ class Agent:
             print(f"note: {self.cfg.env} is not a classic-control environment: its state is not in the checkpoint, "
                   "so the resumed run starts new episodes (not bit-identical to an uninterrupted run)",
                   file=sys.stderr, flush=True)
-        self.env_steps = meta["env_steps"]
-        self.episodes = [tuple(e) for e in meta["episodes"]]
-        self.tick_env_steps = self.env_steps
 
     # ---- logging, CleanRL's tags ----
     def log_hook(self, step):

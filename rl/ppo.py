@@ -24,7 +24,7 @@ from loops.learner import Learner, all_state
 from loops.memory import FLOAT
 from loops.step import maybe_jit
 from rl.agent import Agent
-from rl.config import algorithm_config
+from rl.config import RLConfig, algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.storage import Rollout, gae
 
@@ -36,7 +36,7 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
                               gamma=0.98, log_every=10)):
     HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef",
                            "env_backend")}
-    FIXED_ON_RESUME = algorithm_config("ppo", MODELS).FIXED_ON_RESUME + ("env_backend",)  # its state is saved apart
+    FIXED_ON_RESUME = RLConfig.FIXED_ON_RESUME + ("env_backend",)  # the environments' state is saved apart
     num_steps: int = opt(32, "steps per environment in each rollout")
     update_epochs: int = opt(20, "passes over each rollout")
     num_minibatches: int = opt(1, "minibatches per pass")
@@ -115,8 +115,8 @@ class PPO(Agent):
         self.actor = Learner.from_config("actor", Actor(obs_dim, n, cfg.hidden, self.discrete), cfg)
         self.critic = Learner.from_config("critic", mlp(obs_dim, 1, cfg.hidden, 1.0), cfg)
         self.policy = maybe_jit(self.make_policy())
-        self.actor_step = self.actor.step(self.actor_loss_fn(), has_aux=True, takes_lr=True)
-        self.critic_step = self.critic.step(self.critic_loss_fn(), takes_lr=True)
+        self.actor_step = self.actor.step(self.actor_objective(), has_aux=True, takes_lr=True)
+        self.critic_step = self.critic.step(self.critic_objective(), takes_lr=True)
         shape, dtype = ((), np.int32) if self.discrete else ((n,), np.float32)
         self.buffer = Rollout(cfg.num_steps, cfg.num_envs, obs_dim, shape, dtype)
         self.noise_shape = (cfg.num_envs, n)
@@ -136,6 +136,12 @@ class PPO(Agent):
             logp, _ = log_prob_and_entropy(out, actor.log_std, action, discrete)
             return action, logp, critic(obs).reshape(-1)
         return policy
+
+    def actor_objective(self):  # what the actor's step differentiates: its inputs are the host's minibatch arrays
+        return self.actor_loss_fn()
+
+    def critic_objective(self):
+        return self.critic_loss_fn()
 
     def actor_loss_fn(self):
         """Clipped surrogate: -E[min(r A, clip(r, 1 - eps, 1 + eps) A)] - ent_coef * entropy."""

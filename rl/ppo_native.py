@@ -22,7 +22,6 @@ import numpy as np
 from mindspore import Parameter, Tensor, ops
 
 from loops.driver import Phase
-from rl.agent import KEEP_EPISODES
 from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
 
@@ -63,8 +62,6 @@ class NativePPO(PPO):
             "obs": (self.obs_dim,), "actions": scalar if self.discrete else (self.n_actions,), "logprobs": scalar,
             "values": scalar, "rewards": scalar, "dones": scalar, "episode_return": scalar, "episode_length": scalar})
         self.targets = Rows("rollout.targets", T, N, {"advantages": scalar, "returns": scalar})
-        self.actor_step = self.actor.step(self.native_actor_loss(), has_aux=True, takes_lr=True)
-        self.critic_step = self.critic.step(self.native_critic_loss(), takes_lr=True)
         self.rollouts_unread = 0  # rollouts run (or about to run) whose episodes the host has not read
 
     # ---- the graph ----
@@ -131,7 +128,7 @@ class NativePPO(PPO):
         flat = store.param.reshape((-1, store.param.shape[-1]))
         return store.column(ops.gather(flat, idx, 0), name)
 
-    def native_actor_loss(self):
+    def actor_objective(self):  # the host path's loss on minibatches gathered from the rows (traced after __init__)
         inner, gather, discrete = self.actor_loss_fn(), self.gather, self.discrete
 
         def loss(idx):
@@ -144,7 +141,7 @@ class NativePPO(PPO):
             return inner(gather("obs", idx), actions, gather("logprobs", idx), adv)
         return loss
 
-    def native_critic_loss(self):
+    def critic_objective(self):
         inner, gather = self.critic_loss_fn(), self.gather
 
         def loss(idx):
@@ -215,12 +212,8 @@ class NativePPO(PPO):
     def state(self):
         return super().state() + [self.env_carry]
 
-    def host_state(self):
-        return {"env_state": None, "obs": None, "env_steps": self.env_steps,
-                "episodes": self.episodes[-KEEP_EPISODES:], "env_backend": "mindspore"}
+    def environment_state(self):
+        return {"env_state": None, "obs": None}  # the carry is the env_carry Parameter, saved with the weights
 
-    def load_host_state(self, meta):
-        if meta:
-            self.env_steps = meta["env_steps"]
-            self.episodes = [tuple(e) for e in meta["episodes"]]
-            self.tick_env_steps = self.env_steps
+    def restore_environments(self, meta):
+        pass  # env_carry was loaded with the other Parameters
