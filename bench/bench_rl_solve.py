@@ -4,11 +4,17 @@ on both environment backends and for CleanRL's ppo.py in PyTorch (bench/torch_pp
 same seeds, one process at a time, side by side in this run.
 
     PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py [--seeds 3] [--record]
+    PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py --num-seeds 10 [--record]
 
 train_rl.py is read from its progress lines (`--log-every 1`: the mean of the last 20 episodes after
 every iteration, as a user watching it sees it) and stopped once solved; the PyTorch script stops
 itself. A run that never reaches 475 counts as its whole length and is marked. torch is not a project
 dependency: without it, only train_rl.py's rows are printed.
+
+--num-seeds K instead times ONE train_rl.py process training K seeds together (`--env-backend
+mindspore --num-seeds K`, run to its end): seconds from its start until every seed's last-20 mean has
+reached 475 (read from each seed's TensorBoard events, RUN/seed<S>/) and until the process ends; beside
+it one whole CleanRL run (500k steps, not stopped when solved) and CleanRL's time to solve, seed 0.
 """
 import argparse
 import os
@@ -59,6 +65,56 @@ def solve_torch(seed):
     return float(words[-2]) if words[0] == "solved" else time.time() - start, words[0] == "solved"
 
 
+def solve_group(seeds):
+    """(seconds to every seed solved or None, seconds of the whole process, seeds solved, seeds whose
+    final evaluation is >= 475) of one train_rl.py process training `seeds` seeds together."""
+    import json
+    import tempfile
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    with tempfile.TemporaryDirectory() as run_dir:
+        start = time.time()
+        subprocess.run([sys.executable, "train_rl.py", "--env-backend", "mindspore", "--num-seeds", str(seeds),
+                        "--run-dir", run_dir, "--log-every", "1", "--no-progress"], cwd=ROOT, check=True,
+                       capture_output=True, env=child_env())
+        took = time.time() - start
+        solved_at = []
+        for seed in range(seeds):
+            events = EventAccumulator(os.path.join(run_dir, f"seed{seed}"), size_guidance={"scalars": 0})
+            events.Reload()
+            first = [e.wall_time for e in events.Scalars("charts/episodic_return_mean20") if e.value >= TARGET]
+            if first:
+                solved_at.append(first[0] - start)
+        with open(os.path.join(run_dir, "metrics.json")) as f:
+            evaluated = sum(s["eval_return_mean"] >= TARGET for s in json.load(f)["seeds"])
+    return (max(solved_at) if len(solved_at) == seeds else None), took, len(solved_at), evaluated
+
+
+def torch_whole_run(seed):
+    """Seconds of one whole CleanRL ppo.py process at its defaults (500k steps, not stopped when solved)."""
+    start = time.time()
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_ppo_cleanrl.py"), "--seed", str(seed),
+                    "--target", "1e9"], check=True, capture_output=True, env=child_env())
+    return time.time() - start
+
+
+def group_main(seeds, publish):
+    solved, took, n_solved, evaluated = solve_group(seeds)
+    print(f"{seeds} seeds in one process: all solved at {solved} s, process {took:.1f} s", flush=True)
+    lines = ["| run | seconds until solved | seconds, whole process | seeds |", "|---|---|---|---|",
+             f"| train_rl.py --env-backend mindspore --num-seeds {seeds} (one process) | "
+             f"{'%.1f' % solved if solved else 'not all'} (every seed) | {took:.1f} | last-20 >= 475: "
+             f"{n_solved}/{seeds}; final evaluation >= 475: {evaluated}/{seeds} |"]
+    try:
+        import torch  # noqa: F401
+        cleanrl_solve, ok = solve_torch(0)
+        whole = torch_whole_run(0)
+        lines.append(f"| CleanRL ppo.py in PyTorch, seed 0 (its CartPole defaults) | "
+                     f"{cleanrl_solve:.1f}{'' if ok else '*'} | {whole:.1f} (500k steps) | 1 |")
+    except ImportError:
+        pass
+    record.publish(f"{seeds} seeds of PPO on CartPole-v1 in one process", "\n".join(lines), publish)
+
+
 def summary(results):
     times = np.array([t for t, _ in results])
     solved = sum(ok for _, ok in results)
@@ -69,8 +125,11 @@ def summary(results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--num-seeds", type=int, default=0, help="time one process training this many seeds instead")
     parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     args = parser.parse_args()
+    if args.num_seeds:
+        return group_main(args.num_seeds, args.record)
     try:
         import torch  # noqa: F401
         have_torch = True

@@ -20,7 +20,7 @@ from mindspore.common.initializer import Orthogonal
 
 from loops.config import opt
 from loops.driver import Phase
-from loops.learner import Learner, all_state
+from loops.learner import Learner, all_state, settings
 from loops.memory import FLOAT
 from loops.step import maybe_jit
 from rl.agent import Agent
@@ -35,8 +35,9 @@ MODELS = {"actor": "the actor", "critic": "the critic"}
 class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, total_steps=100_000, hidden=64,
                               gamma=0.98, log_every=10)):
     HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef",
-                           "env_backend")}
-    FIXED_ON_RESUME = RLConfig.FIXED_ON_RESUME + ("env_backend",)  # the environments' state is saved apart
+                           "env_backend", "num_seeds")}
+    # the environments' state is saved apart; the seeds are a dimension of every Parameter
+    FIXED_ON_RESUME = RLConfig.FIXED_ON_RESUME + ("env_backend", "num_seeds")
     num_steps: int = opt(32, "steps per environment in each rollout")
     update_epochs: int = opt(20, "passes over each rollout")
     num_minibatches: int = opt(1, "minibatches per pass")
@@ -46,13 +47,16 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
     env_backend: str = opt("gymnasium", "where the environments run: gymnasium (host numpy, stepped from Python) or "
                            "mindspore (rl/native_envs.py: rollout, GAE and updates in one compiled call)",
                            ("gymnasium", "mindspore"))
+    num_seeds: int = opt(1, "independent agents (seeds --seed, --seed + 1, ...) trained side by side in one compiled "
+                         "call with --env-backend mindspore (rl/ppo_seeds.py), each with its record in RUN/seed<S>/")
 
     def iterations(self):  # one iteration: one rollout of num_steps x num_envs environment steps
         return self.total_steps // (self.num_envs * self.num_steps)
 
     def memory_parts(self):  # the rollout: observations, actions, log-probabilities, values, rewards, dones
-        return super().memory_parts() + [(f"--num-steps {self.num_steps} x --num-envs {self.num_envs} (the rollout)",
-                                          self.num_steps * self.num_envs * 6 * FLOAT)]
+        return super().memory_parts() + [(f"--num-steps {self.num_steps} x --num-envs {self.num_envs} x --num-seeds "
+                                          f"{self.num_seeds} (the rollout)",
+                                          self.num_steps * self.num_envs * self.num_seeds * 6 * FLOAT)]
 
     def validate(self):
         self.check_positive("num_steps", "update_epochs", "num_minibatches", "clip_coef")
@@ -62,6 +66,14 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
             from rl.native_envs import NATIVE_ENVS
             self.check(self.env in NATIVE_ENVS, f"--env-backend mindspore has no {self.env}; it has "
                                                 f"{', '.join(sorted(NATIVE_ENVS))} (or use --env-backend gymnasium)")
+        self.check_positive("num_seeds")
+        if self.num_seeds > 1:
+            self.check(self.env_backend == "mindspore", f"--num-seeds {self.num_seeds} trains the seeds in one compiled "
+                                                        "call: it needs --env-backend mindspore")
+            clipped = [m for m in self.MODELS if settings(self, m)["clip_norm"]]
+            # one global norm would couple the seeds (a clip by value or any other transform does not)
+            self.check(not clipped, f"--num-seeds {self.num_seeds} does not take a gradient clip by norm (the norm "
+                                    f"would span all seeds' gradients): drop --clip-norm for {', '.join(clipped)}")
         batch = self.num_envs * self.num_steps
         self.check(batch % self.num_minibatches == 0,
                    f"--num-minibatches ({self.num_minibatches}) must divide --num-envs x --num-steps ({batch})")
@@ -90,6 +102,10 @@ class Actor(nn.Cell):
     def construct(self, obs):
         return self.net(obs)
 
+    def log_std_for(self, out):
+        """The log std of each row of `out` (one vector for all; rl/ppo_seeds.py's actor has one per seed)."""
+        return self.log_std
+
 
 def log_prob_and_entropy(out, log_std, actions, discrete):
     """log pi(a | s) per sample and the policy's entropy per sample."""
@@ -106,14 +122,15 @@ class PPO(Agent):
     def __new__(cls, cfg, run):  # --env-backend mindspore: the whole iteration in the graph (rl/ppo_native.py)
         if cls is PPO and cfg.env_backend == "mindspore":
             from rl.ppo_native import NativePPO
-            cls = NativePPO
+            from rl.ppo_seeds import SeedsPPO
+            cls = SeedsPPO if cfg.num_seeds > 1 else NativePPO
         return super().__new__(cls)
 
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
         n, obs_dim = self.n_actions, self.obs_dim
-        self.actor = Learner.from_config("actor", Actor(obs_dim, n, cfg.hidden, self.discrete), cfg)
-        self.critic = Learner.from_config("critic", mlp(obs_dim, 1, cfg.hidden, 1.0), cfg)
+        self.actor = Learner.from_config("actor", self.actor_net(), cfg)
+        self.critic = Learner.from_config("critic", self.critic_net(), cfg)
         self.policy = maybe_jit(self.make_policy())
         self.actor_step = self.actor.step(self.actor_objective(), has_aux=True, takes_lr=True)
         self.critic_step = self.critic.step(self.critic_objective(), takes_lr=True)
@@ -121,6 +138,12 @@ class PPO(Agent):
         self.buffer = Rollout(cfg.num_steps, cfg.num_envs, obs_dim, shape, dtype)
         self.noise_shape = (cfg.num_envs, n)
         self.batches, self.cursor = [], {"actor": 0, "critic": 0}
+
+    def actor_net(self):
+        return Actor(self.obs_dim, self.n_actions, self.cfg.hidden, self.discrete)
+
+    def critic_net(self):
+        return mlp(self.obs_dim, 1, self.cfg.hidden, 1.0)
 
     def make_policy(self):
         """(obs, noise) -> (action, log pi(action), V(obs)). Discrete: Gumbel-max on host Gumbel noise;
@@ -132,8 +155,8 @@ class PPO(Agent):
             if discrete:
                 action = ops.argmax(out + noise, -1).astype(ms.int32)
             else:
-                action = out + ops.exp(actor.log_std) * noise
-            logp, _ = log_prob_and_entropy(out, actor.log_std, action, discrete)
+                action = out + ops.exp(actor.log_std_for(out)) * noise
+            logp, _ = log_prob_and_entropy(out, actor.log_std_for(out), action, discrete)
             return action, logp, critic(obs).reshape(-1)
         return policy
 
@@ -148,7 +171,8 @@ class PPO(Agent):
         actor, discrete, eps, ent_coef = self.actor.net, self.discrete, self.cfg.clip_coef, self.cfg.ent_coef
 
         def loss(obs, actions, old_logp, advantages):
-            logp, entropy = log_prob_and_entropy(actor(obs), actor.log_std, actions, discrete)
+            out = actor(obs)
+            logp, entropy = log_prob_and_entropy(out, actor.log_std_for(out), actions, discrete)
             log_ratio = logp - old_logp
             ratio = ops.exp(log_ratio)
             surrogate = ops.minimum(ratio * advantages, ops.clamp(ratio, 1 - eps, 1 + eps) * advantages)

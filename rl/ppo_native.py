@@ -51,10 +51,12 @@ class Rows:
 
 
 class NativePPO(PPO):
+    seeds = 1  # agents side by side (rl/ppo_seeds.py): the environments' lanes and the rows are seed-major
+
     def __init__(self, cfg, run):
         super().__init__(cfg, run)  # the gymnasium envs stay for the action space and the evaluation
         self.env = env = NATIVE_ENVS[cfg.env]()
-        T, N = cfg.num_steps, cfg.num_envs
+        T, N = cfg.num_steps, cfg.num_envs * self.seeds
         self.env_carry = Parameter(env.initial(Tensor(env.reset_noise(self.rng, N))), name="env_carry",
                                    requires_grad=False)
         scalar = ()
@@ -69,7 +71,7 @@ class NativePPO(PPO):
         """(action noise (T, N, A), reset states (T, N, d)) -> (mean reward,): T steps of the N
         environments with the current policy, stored in self.rows, then GAE into self.targets."""
         env, rows, targets, carry_param = self.env, self.rows, self.targets, self.env_carry
-        actor, critic, discrete, T = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps
+        actor, critic, discrete, T, K = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps, self.seeds
         gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
         low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
 
@@ -81,19 +83,22 @@ class NativePPO(PPO):
                 action = ops.argmax(out + noise, -1).astype(ms.int32)
                 env_action = action
             else:
-                action = out + ops.exp(actor.log_std) * noise
+                action = out + ops.exp(actor.log_std_for(out)) * noise
                 env_action = ops.clamp(action, low, high)
-            logp = log_prob_and_entropy(out, actor.log_std, action, discrete)[0]
+            logp = log_prob_and_entropy(out, actor.log_std_for(out), action, discrete)[0]
             carry, step = env.step(carry, env_action, reset_noise[t])
             terminated, truncated = step["terminated"], step["truncated"]
             n = obs.shape[0]
-            values = critic(ops.concat([obs, step["final_obs"]])).reshape(-1)  # one forward for both
+            # one forward for both, each seed's rows together: (K, observations then final observations)
+            both = ops.concat([obs.reshape(K, n // K, -1), step["final_obs"].reshape(K, n // K, -1)], 1)
+            values = critic(both.reshape(2 * n, -1)).reshape(K, 2, n // K)
+            value, final_value = values[:, 0].reshape(-1), values[:, 1].reshape(-1)
             cut = ops.logical_and(truncated, ops.logical_not(terminated)).astype(ms.float32)
             # a time limit is not a terminal state: bootstrap from the final observation
-            reward = step["reward"].astype(ms.float32) + gamma * cut * values[n:]
+            reward = step["reward"].astype(ms.float32) + gamma * cut * final_value
             done = ops.logical_or(terminated, truncated).astype(ms.float32)
             row = ops.concat([obs, action.astype(ms.float32).reshape(n, -1), ops.stack(
-                [logp, values[:n], reward, done, step["episode_return"].astype(ms.float32) * done,
+                [logp, value, reward, done, step["episode_return"].astype(ms.float32) * done,
                  step["episode_length"].astype(ms.float32) * done], 1)], 1)
             ops.scatter_update(rows.param, t.reshape(1), row.reshape((1,) + row.shape))
             return carry
@@ -129,23 +134,26 @@ class NativePPO(PPO):
         return store.column(ops.gather(flat, idx, 0), name)
 
     def actor_objective(self):  # the host path's loss on minibatches gathered from the rows (traced after __init__)
-        inner, gather, discrete = self.actor_loss_fn(), self.gather, self.discrete
+        inner, gather, discrete, K = self.actor_loss_fn(), self.gather, self.discrete, self.seeds
 
         def loss(idx):
-            adv = gather("advantages", idx)
-            centred = adv - ops.mean(adv)
-            adv = centred / (ops.sqrt(ops.mean(centred * centred)) + 1e-8)  # per minibatch, numpy's std (ddof 0)
+            adv = gather("advantages", idx).reshape(K, -1)
+            centred = adv - ops.mean(adv, 1, keep_dims=True)
+            # per minibatch and seed, numpy's std (ddof 0)
+            adv = (centred / (ops.sqrt(ops.mean(centred * centred, 1, keep_dims=True)) + 1e-8)).reshape(-1)
             actions = gather("actions", idx)
             if discrete:
                 actions = actions.astype(ms.int32)
-            return inner(gather("obs", idx), actions, gather("logprobs", idx), adv)
+            out = inner(gather("obs", idx), actions, gather("logprobs", idx), adv)
+            return (out[0] * K,) + out[1:] if K > 1 else out  # K x the mean over seeds: each seed's own gradient
         return loss
 
     def critic_objective(self):
-        inner, gather = self.critic_loss_fn(), self.gather
+        inner, gather, K = self.critic_loss_fn(), self.gather, self.seeds
 
         def loss(idx):
-            return inner(gather("obs", idx), gather("returns", idx))
+            value_loss = inner(gather("obs", idx), gather("returns", idx))
+            return value_loss * K if K > 1 else value_loss
         return loss
 
     # ---- host side ----
@@ -153,17 +161,21 @@ class NativePPO(PPO):
         """The rollout's host inputs; the previous rollout's episodes are read first, and this
         iteration's minibatches are drawn after the noise (the order is part of exact resume)."""
         self.harvest()
-        cfg, env = self.cfg, self.env
+        cfg, env, K = self.cfg, self.env, self.seeds
         T, N = cfg.num_steps, cfg.num_envs
         if self.discrete:
-            action_noise = self.rng.gumbel(size=(T, N, self.n_actions)).astype(np.float32)
+            action_noise = self.rng.gumbel(size=(T, K * N, self.n_actions)).astype(np.float32)
         else:
-            action_noise = self.rng.standard_normal((T, N, self.n_actions), dtype=np.float32)
-        reset_noise = env.reset_noise(self.rng, T * N).reshape(T, N, -1)
+            action_noise = self.rng.standard_normal((T, K * N, self.n_actions), dtype=np.float32)
+        reset_noise = env.reset_noise(self.rng, T * K * N).reshape(T, K * N, -1)
         n = T * N
         size = n // cfg.num_minibatches
-        self.batches = [order[i * size:(i + 1) * size].astype(np.int32) for _ in range(cfg.update_epochs)
-                        for order in [self.rng.permutation(n)] for i in range(cfg.num_minibatches)]
+
+        def rows_of(local, k):  # seed k's sample t * N + i is row t * K * N + k * N + i of the T x (K * N)
+            return (local // N) * (K * N) + k * N + local % N
+        self.batches = [np.concatenate([rows_of(order[i * size:(i + 1) * size], k) for k, order in enumerate(orders)])
+                        .astype(np.int32) for _ in range(cfg.update_epochs)
+                        for orders in [[self.rng.permutation(n) for _ in range(K)]] for i in range(cfg.num_minibatches)]
         self.rollouts_unread += 1
         return action_noise, reset_noise
 
@@ -184,14 +196,16 @@ class NativePPO(PPO):
         if not self.rollouts_unread:
             return
         self.rollouts_unread = 0
-        N = self.cfg.num_envs
         rows = self.rows.numpy()
         dones, returns, lengths = rows["dones"], rows["episode_return"], rows["episode_length"]
         for t, i in zip(*np.nonzero(dones)):
-            episode = (float(returns[t, i]), int(lengths[t, i]))
-            self.episodes.append(episode)
-            self.unlogged.append((self.env_steps + (int(t) + 1) * N, *episode))
+            self.finished(int(t), int(i), (float(returns[t, i]), int(lengths[t, i])))
         self.env_steps += dones.size
+
+    def finished(self, t, lane, episode):
+        """The episode that environment `lane` finished at rollout step `t`."""
+        self.episodes.append(episode)
+        self.unlogged.append((self.env_steps + (t + 1) * self.rows.param.shape[1], *episode))
 
     def phases(self):  # the rollout's tag: its mean reward, time-limit bootstraps included (what GAE reads)
         return [Phase("rollout", self.draw_rollout, self.rollout_fn(), ("charts/rollout_reward_mean",))] + super().phases()

@@ -178,6 +178,11 @@ def test_continuous_actions_train(tmp_path):
      "Pendulum-v1 (or use --env-backend gymnasium)"),
     (["--env-backend", "jax"], "invalid choice: 'jax'"),
     (["--algo", "sac", "--env-backend", "mindspore"], "unrecognized arguments: --env-backend mindspore"),
+    (["--num-seeds", "2"], "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
+    (["--num-seeds", "2", "--env-backend", "mindspore", "--clip-norm-actor", "0.5"],
+     "--num-seeds 2 does not take a gradient clip by norm (the norm would span all seeds' gradients): drop "
+     "--clip-norm for actor"),
+    (["--num-seeds", "0", "--env-backend", "mindspore"], "--num-seeds must be > 0, got 0"),
 ])
 def test_bad_rl_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
     import train_rl
