@@ -119,13 +119,18 @@ class Agent:
             self.unlogged = []
 
     def results(self, episodes):
-        """metrics.json at the end of a run: the deterministic policy's returns over `episodes`
-        episodes, environment steps, updates, and the mean return of the last training episodes."""
-        returns = np.asarray(self.evaluate(episodes), np.float64)
-        return {"eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std()),
-                "eval_episodes": len(returns), "env_steps": self.env_steps, "updates": self.cfg.steps,
+        """metrics.json at the end of a run: the evaluation (below), environment steps, updates, and
+        the mean return of the last training episodes."""
+        return {**self.evaluation(episodes), "env_steps": self.env_steps, "updates": self.cfg.steps,
                 "train_return_last20": self.train_return(20), "train_return_last10": self.train_return(10),
                 "device": self.run.device}
+
+    def evaluation(self, episodes):
+        """metrics.json's evaluation keys (at the end of a run and from `python -m metrics`): the
+        deterministic policy's mean and std return over `episodes` episodes."""
+        returns = np.asarray(self.evaluate(episodes), np.float64)
+        return {"eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std()),
+                "eval_episodes": len(returns)}
 
     def train_return(self, last):
         """Mean return of the last `last` finished training episodes (None before the first)."""

@@ -7,8 +7,6 @@ final evaluation (so the same checkpoint gives the same returns); one more episo
 import os
 import sys
 
-import numpy as np
-
 from loops import checkpoint, rundir
 from loops.config import UserError
 from rl.episode import can_render, plot_episode, record_episode, save_gif, save_png
@@ -60,15 +58,14 @@ def evaluate_run(run_dir, checkpoint_path="", episodes=0, gif=False):
         raise UserError("--gif needs pygame to render the environment: pip install pygame")
     agent, meta, path = load_agent(run_dir, checkpoint_path)
     cfg = agent.cfg
-    returns = agent.evaluate(episodes or cfg.eval_episodes)
+    evaluation = agent.evaluation(episodes or cfg.eval_episodes)
     episode = record_episode(cfg.env, agent.deterministic_action, cfg.seed + 20_000, frames=gif)
     title = (f"{cfg.algo.upper()} {cfg.env}, step {meta['step']}: one episode of the deterministic policy, "
              f"return {episode['rewards'].sum():.1f}")
     save_png(os.path.join(run_dir, "episode.png"), plot_episode(episode, title))
     if gif:
         save_gif(os.path.join(run_dir, "episode.gif"), episode["frames"])
-    metrics = {"eval_return_mean": float(np.mean(returns)), "eval_return_std": float(np.std(returns)),
-               "eval_episodes": len(returns), "step": meta["step"], "checkpoint": os.path.basename(path)}
+    metrics = {**evaluation, "step": meta["step"], "checkpoint": os.path.basename(path)}
     existing = rundir.read_metrics(run_dir)
     existing.update(metrics)
     rundir.write_metrics(run_dir, existing)

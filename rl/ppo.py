@@ -18,13 +18,13 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.common.initializer import Orthogonal
 
-from loops.config import opt
+from loops.config import check_seed, opt
 from loops.driver import Phase
 from loops.learner import Learner, all_state, settings
 from loops.memory import FLOAT
 from loops.step import maybe_jit
 from rl.agent import Agent
-from rl.config import RLConfig, algorithm_config
+from rl.config import ENV_BYTES, RLConfig, algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.storage import Rollout, gae
 
@@ -36,8 +36,6 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
                               gamma=0.98, log_every=10)):
     HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef",
                            "env_backend", "num_seeds")}
-    # the environments' state is saved apart; the seeds are a dimension of every Parameter
-    FIXED_ON_RESUME = RLConfig.FIXED_ON_RESUME + ("env_backend", "num_seeds")
     num_steps: int = opt(32, "steps per environment in each rollout")
     update_epochs: int = opt(20, "passes over each rollout")
     num_minibatches: int = opt(1, "minibatches per pass")
@@ -50,13 +48,24 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
     num_seeds: int = opt(1, "independent agents (seeds --seed, --seed + 1, ...) trained side by side in one compiled "
                          "call with --env-backend mindspore (rl/ppo_seeds.py), each with its record in RUN/seed<S>/")
 
+    @property
+    def FIXED_ON_RESUME(self):
+        """The environments' state is saved apart; the seeds are a dimension of every Parameter, and a
+        group's first seed names its seed folders."""
+        fixed = RLConfig.FIXED_ON_RESUME + ("env_backend", "num_seeds")
+        return fixed + ("seed",) if self.num_seeds > 1 else fixed
+
     def iterations(self):  # one iteration: one rollout of num_steps x num_envs environment steps
         return self.total_steps // (self.num_envs * self.num_steps)
 
     def memory_parts(self):  # the rollout: observations, actions, log-probabilities, values, rewards, dones
-        return super().memory_parts() + [(f"--num-steps {self.num_steps} x --num-envs {self.num_envs} x --num-seeds "
-                                          f"{self.num_seeds} (the rollout)",
-                                          self.num_steps * self.num_envs * self.num_seeds * 6 * FLOAT)]
+        parts = super().memory_parts() + [(f"--num-steps {self.num_steps} x --num-envs {self.num_envs} x --num-seeds "
+                                           f"{self.num_seeds} (the rollout)",
+                                           self.num_steps * self.num_envs * self.num_seeds * 6 * FLOAT)]
+        if self.num_seeds > 1:  # every further seed: the networks' weights again (as the --hidden part counts them)
+            parts.append((f"--num-seeds {self.num_seeds} (each seed's networks)",
+                          (self.num_seeds - 1) * (4 * self.hidden ** 2 * FLOAT + self.num_envs * ENV_BYTES)))
+        return parts
 
     def validate(self):
         self.check_positive("num_steps", "update_epochs", "num_minibatches", "clip_coef")
@@ -70,10 +79,17 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
         if self.num_seeds > 1:
             self.check(self.env_backend == "mindspore", f"--num-seeds {self.num_seeds} trains the seeds in one compiled "
                                                         "call: it needs --env-backend mindspore")
-            clipped = [m for m in self.MODELS if settings(self, m)["clip_norm"]]
-            # one global norm would couple the seeds (a clip by value or any other transform does not)
-            self.check(not clipped, f"--num-seeds {self.num_seeds} does not take a gradient clip by norm (the norm "
-                                    f"would span all seeds' gradients): drop --clip-norm for {', '.join(clipped)}")
+            check_seed(self.seed + self.num_seeds - 1, "--seed + --num-seeds - 1")
+            # transforms that read all seeds' gradients at once would couple the seeds: one global norm, one
+            # veto of every seed's update for one seed's NaN, one loss scale (clip by value, noise: per element)
+            coupled = []
+            for flag in ("clip_norm", "skip_nonfinite", "loss_scale"):
+                models = [m for m in self.MODELS if settings(self, m)[flag] not in (0, False, "none", "", None)]
+                if models:
+                    coupled.append(f"--{flag.replace('_', '-')} ({', '.join(models)})")
+            self.check(not coupled, f"--num-seeds {self.num_seeds} does not take gradient transforms that see all seeds' "
+                                    f"gradients at once (one norm, one skip, one loss scale for all): drop "
+                                    f"{', '.join(coupled)}")
         batch = self.num_envs * self.num_steps
         self.check(batch % self.num_minibatches == 0,
                    f"--num-minibatches ({self.num_minibatches}) must divide --num-envs x --num-steps ({batch})")

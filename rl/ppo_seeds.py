@@ -6,12 +6,13 @@ matmul, seed k's rows meet only seed k's weights), and the rollout's environment
 lanes, seed-major, so rl/ppo_native.py's rollout, GAE and minibatch gathers run unchanged on all
 seeds at once. What keeps the seeds apart: each seed's minibatches hold its own rows only (its own
 permutation), its advantages are normalised over its own rows, and the loss is the SUM of the seeds'
-losses, so each seed's gradient is its own loss's; Adam works per element. A gradient clip by norm
-would couple them, so --num-seeds refuses it. One group of K agents is one run: one config, one
+losses, so each seed's gradient is its own loss's; Adam works per element. Transforms that read all
+seeds' gradients at once (clip by norm, non-finite skipping, loss scaling) would couple them, so
+--num-seeds refuses them (rl/ppo.py's Config). One group of K agents is one run: one config, one
 checkpoint, one resume; seed S = --seed + k also gets its own record, RUN/seed<S>/ (TensorBoard
 events with CleanRL's episode tags, and metrics.json: its deterministic policy's evaluation and its
 last training episodes), so `tensorboard --logdir RUN` shows each seed as a run. The group's
-metrics.json holds the mean over the seeds and each seed's numbers.
+metrics.json holds the mean over the seeds and each seed's numbers; --seed is fixed on resume.
 
 The seeds share the host generator (each draws its own noise from it) and the initial weights come
 one seed after the other from MindSpore's, so seed k of a group does not repeat a single run with
@@ -26,6 +27,7 @@ from mindspore.common.initializer import Orthogonal, initializer
 from tensorboardX.summary import scalar
 
 from loops import rundir
+from loops.config import UserError
 from loops.logging import EventLog
 from rl.envs import finished_episodes, make_envs
 from rl.ppo_native import NativePPO
@@ -87,7 +89,14 @@ class SeedsPPO(NativePPO):
         return seed_mlp(self.seeds, self.obs_dim, 1, self.cfg.hidden, 1.0)
 
     def seed_dir(self, k):
-        return os.path.join(self.cfg.run_dir, f"seed{self.cfg.seed + k}")
+        """RUN/seed<S>, seed k's record (made on first use; a planted link there is refused, as the run's
+        own folders' are: a run writes only inside its run dir)."""
+        path = os.path.join(self.cfg.run_dir, f"seed{self.cfg.seed + k}")
+        if os.path.islink(path):
+            raise UserError(f"{path} is a symbolic link: a run writes only inside its run dir; replace the link "
+                            "with the folder itself")
+        os.makedirs(path, exist_ok=True)
+        return path
 
     # ---- episodes: the group's (progress line, group tags) and each seed's ----
     def finished(self, t, lane, episode):
@@ -99,7 +108,6 @@ class SeedsPPO(NativePPO):
 
     def seed_log(self, k):
         if k not in self.seed_logs:
-            os.makedirs(self.seed_dir(k), exist_ok=True)
             self.seed_logs[k] = EventLog(self.seed_dir(k))
         return self.seed_logs[k]
 
@@ -125,8 +133,10 @@ class SeedsPPO(NativePPO):
     def host_state(self):
         return {**super().host_state(), "seed_episodes": [e[-100:] for e in self.seed_episodes]}
 
-    def load_host_state(self, meta):
+    def load_host_state(self, meta):  # before training: every seed's folder is checked here
         super().load_host_state(meta)
+        for k in range(self.seeds):
+            self.seed_dir(k)
         if meta:
             self.seed_episodes = [[tuple(e) for e in episodes] for episodes in meta["seed_episodes"]]
 
@@ -159,28 +169,39 @@ class SeedsPPO(NativePPO):
         return [r[:episodes] for r in returns]
 
     def results(self, episodes):
-        """The group's metrics.json: the mean over seeds of each seed's numbers, and each seed's; every
-        seed's own metrics.json in RUN/seed<S>/."""
-        per_seed = []
-        for k, returns in enumerate(self.evaluate_seeds(episodes)):
-            returns = np.asarray(returns, np.float64)
+        """The group's metrics.json: the mean over the seeds of each seed's numbers, and each seed's;
+        every seed's own metrics.json in RUN/seed<S>/ (its training numbers, then its evaluation)."""
+        self.harvest()
+        for k in range(self.seeds):
             recent = [r for r, _ in self.seed_episodes[k]]
-            seed = {"seed": self.cfg.seed + k, "eval_return_mean": float(returns.mean()),
-                    "eval_return_std": float(returns.std()), "eval_episodes": len(returns),
-                    "env_steps": self.env_steps // self.seeds, "updates": self.cfg.steps,
-                    "train_return_last20": float(np.mean(recent[-20:])) if recent else None,
-                    "train_return_last10": float(np.mean(recent[-10:])) if recent else None}
-            os.makedirs(self.seed_dir(k), exist_ok=True)
-            rundir.write_metrics(self.seed_dir(k), seed)
-            per_seed.append(seed)
-
-        def mean(key):
-            values = [s[key] for s in per_seed if s[key] is not None]
-            return float(np.mean(values)) if values else None
+            rundir.write_metrics(self.seed_dir(k), {
+                "seed": self.cfg.seed + k, "env_steps": self.env_steps // self.seeds, "updates": self.cfg.steps,
+                "train_return_last20": float(np.mean(recent[-20:])) if recent else None,
+                "train_return_last10": float(np.mean(recent[-10:])) if recent else None})
         for log in self.seed_logs.values():
             log.close()
         self.seed_logs = {}
-        return {"eval_return_mean": mean("eval_return_mean"), "train_return_last20": mean("train_return_last20"),
+        group = self.evaluation(episodes)
+
+        def mean(key):
+            values = [s[key] for s in group["seeds"] if s[key] is not None]
+            return float(np.mean(values)) if values else None
+        return {**group, "train_return_last20": mean("train_return_last20"),
                 "train_return_last10": mean("train_return_last10"), "env_steps": self.env_steps,
-                "updates": self.cfg.steps, "device": self.run.device, "num_seeds": self.seeds,
-                "eval_return_min_seed": min(s["eval_return_mean"] for s in per_seed), "seeds": per_seed}
+                "updates": self.cfg.steps, "device": self.run.device, "num_seeds": self.seeds}
+
+    def evaluation(self, episodes):
+        """Each seed's evaluation into its metrics.json (kept with its training numbers); the group's:
+        the mean and std over every seed's episodes, the worst seed's mean, and each seed's record."""
+        per_seed, pooled = [], []
+        for k, returns in enumerate(self.evaluate_seeds(episodes)):
+            returns = np.asarray(returns, np.float64)
+            record = {**rundir.read_metrics(self.seed_dir(k)), "seed": self.cfg.seed + k,
+                      "eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std()),
+                      "eval_episodes": len(returns)}
+            rundir.write_metrics(self.seed_dir(k), record)
+            per_seed.append(record)
+            pooled += list(returns)
+        return {"eval_return_mean": float(np.mean(pooled)), "eval_return_std": float(np.std(pooled)),
+                "eval_episodes": episodes, "eval_return_min_seed": min(s["eval_return_mean"] for s in per_seed),
+                "seeds": per_seed}

@@ -116,3 +116,25 @@ def test_a_group_resumes_bit_identically_and_writes_each_seeds_record(tmp_path):
         events = scalar_tags(whole / f"seed{7 + s}").Scalars("charts/episodic_return")
         assert events and max(e.step for e in events) <= 640
         assert [e.value for e in events][-20:] == pytest.approx([r for r, _ in meta_a["seed_episodes"][s]][-20:])
+    # python -m metrics evaluates every seed again and keeps the group's and each seed's records in step
+    run_script("-m", "metrics", whole, "--episodes", 3)
+    group = json.loads((whole / "metrics.json").read_text())
+    seeds = [json.loads((whole / f"seed{s}" / "metrics.json").read_text()) for s in (7, 8, 9)]
+    assert group["seeds"] == seeds and all(s["eval_episodes"] == 3 and s["env_steps"] == 640 for s in seeds)
+    assert group["eval_return_mean"] == pytest.approx(np.mean([s["eval_return_mean"] for s in seeds]))
+    assert group["eval_return_min_seed"] == min(s["eval_return_mean"] for s in seeds)
+    # a group's first seed names its seed folders: it cannot change on resume, not even with --force
+    args[args.index("--seed") + 1] = 8
+    proc = run_script("train_rl.py", "--run-dir", whole, *args, "--resume", "--force", "--total-steps", 960, check=False)
+    assert proc.returncode == 2 and "not even with --force" in proc.stderr and "seed" in proc.stderr
+
+
+def test_a_planted_link_at_a_seed_folder_is_refused_before_training(tmp_path):
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run.mkdir()
+    elsewhere.mkdir()
+    (run / "seed1").symlink_to(elsewhere)
+    proc = run_script("train_rl.py", "--run-dir", run, "--env-backend", "mindspore", "--num-seeds", 2, "--num-envs", 2,
+                      "--num-steps", 16, "--total-steps", 320, "--hidden", 16, "--no-progress", check=False)
+    assert proc.returncode == 2 and "seed1 is a symbolic link: a run writes only inside its run dir" in proc.stderr
+    assert not list(elsewhere.iterdir()) and not list(run.glob("checkpoints/*"))
