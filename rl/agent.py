@@ -178,10 +178,22 @@ class ReplayAgent(Agent):
 
 
 def evaluate_policy(env_id, act, episodes, seed):
-    envs, obs = make_envs(env_id, 1, seed)
-    returns = []
-    while len(returns) < episodes:
-        obs, _, _, _, info = envs.step(act(obs.astype(np.float32)))
-        returns += [r for r, _ in finished_episodes(info)]
-    envs.close()
-    return returns[:episodes]
+    return evaluate_policies(env_id, act, episodes, seed, 1)[0]
+
+
+def evaluate_policies(env_id, act, episodes, seed, copies):
+    """[returns of `episodes` episodes on copy i]: `copies` environments seeded alike (each plays the
+    episodes a single one would), stepped together; `act` gets their observations stacked (row i:
+    copy i) and answers one action per row."""
+    made = [make_envs(env_id, 1, seed) for _ in range(copies)]
+    envs, obs = [e for e, _ in made], np.concatenate([o for _, o in made]).astype(np.float32)
+    returns = [[] for _ in envs]
+    while min(map(len, returns)) < episodes:
+        actions = act(obs)
+        for i, env in enumerate(envs):
+            step_obs, _, _, _, info = env.step(actions[i:i + 1])
+            obs[i] = step_obs[0]
+            returns[i] += [r for r, _ in finished_episodes(info)]
+    for env in envs:
+        env.close()
+    return [r[:episodes] for r in returns]

@@ -29,7 +29,7 @@ from tensorboardX.summary import scalar
 from loops import rundir
 from loops.config import UserError
 from loops.logging import EventLog
-from rl.envs import finished_episodes, make_envs
+from rl.agent import evaluate_policies
 from rl.ppo_native import NativePPO
 
 
@@ -77,7 +77,6 @@ class SeedsPPO(NativePPO):
     def __init__(self, cfg, run):
         self.seeds = cfg.num_seeds
         super().__init__(cfg, run)
-        self.focus = 0  # the seed deterministic_action() plays (`python -m metrics`'s episode plot)
         self.seed_episodes = [[] for _ in range(self.seeds)]
         self.seed_unlogged = [[] for _ in range(self.seeds)]
         self.seed_logs = {}  # seed index -> EventLog, opened at the first write (the run dir exists by then)
@@ -141,10 +140,8 @@ class SeedsPPO(NativePPO):
             self.seed_episodes = [[tuple(e) for e in episodes] for episodes in meta["seed_episodes"]]
 
     # ---- evaluation: each seed's deterministic policy ----
-    def deterministic_action(self, obs):
-        rows = np.tile(obs, (self.seeds, 1))  # every seed sees the observation; seed `focus`'s answer is taken
-        out = self.actor.net(Tensor.from_numpy(rows)).asnumpy()[self.focus * len(obs):(self.focus + 1) * len(obs)]
-        return out.argmax(-1).astype(np.int32) if self.discrete else np.clip(out, *self.bounds)
+    def deterministic_action(self, obs):  # the first seed's (`python -m metrics`' episode plot)
+        return super().deterministic_action(np.tile(obs, (self.seeds, 1)))[:len(obs)]
 
     def evaluate(self, episodes, seed=None):
         """Every seed's returns, seed after seed (`episodes` each)."""
@@ -153,20 +150,10 @@ class SeedsPPO(NativePPO):
     def evaluate_seeds(self, episodes, seed=None):
         """[seed k's returns over `episodes` episodes]: each seed's deterministic policy on its own
         environment seeded as a single run's evaluation is (the same episodes for every seed), all
-        seeds stepped together with one forward pass (row k: seed k's weights)."""
-        made = [make_envs(self.cfg.env, 1, self.cfg.seed + 10_000 if seed is None else seed) for _ in range(self.seeds)]
-        envs, obs = [e for e, _ in made], np.concatenate([o for _, o in made]).astype(np.float32)
-        returns = [[] for _ in envs]
-        while min(map(len, returns)) < episodes:
-            out = self.actor.net(Tensor.from_numpy(obs)).asnumpy()
-            actions = out.argmax(-1).astype(np.int32) if self.discrete else np.clip(out, *self.bounds)
-            for k, env in enumerate(envs):
-                step_obs, _, _, _, info = env.step(actions[k:k + 1])
-                obs[k] = step_obs[0]
-                returns[k] += [r for r, _ in finished_episodes(info)]
-        for env in envs:
-            env.close()
-        return [r[:episodes] for r in returns]
+        seeds stepped together, one forward pass for all (PPO's greedy action on K rows: row k meets
+        seed k's weights)."""
+        return evaluate_policies(self.cfg.env, super().deterministic_action, episodes,
+                                 self.cfg.seed + 10_000 if seed is None else seed, self.seeds)
 
     def results(self, episodes):
         """The group's metrics.json: the mean over the seeds of each seed's numbers, and each seed's;
