@@ -6,6 +6,7 @@ side in this process.
 
     python bench/bench_rl.py [--sac-iters 400] [--ppo-updates 12] [--replay-iters 400] [--algos ppo,sac] [--record]
     python bench/bench_rl.py --algos ppo,ppo-native,ppo-cleanrl,ppo-cleanrl-native   # both PPO backends
+    python bench/bench_rl.py --algos dqn,dqn-native,dqn-16envs,dqn-16envs-native     # both DQN backends
 
 PPO: CartPole-v1, 8 envs x 32 steps, 20 epochs of one minibatch, two 64-unit tanh layers; -native rows:
 --env-backend mindspore (rollout, GAE and updates in one compiled call; PyTorch still steps gymnasium);
@@ -42,7 +43,8 @@ def ours(algo, iters, extra=()):
     cfg = parse_config(recipe.Config, ["--algo", algo, "--run-dir", tempfile.mkdtemp(), *extra], "")
     run = Run(cfg, recipe=recipe.__name__)
     agent = recipe.AGENT(cfg, run)
-    engine = MultiStep(agent.phases(), 1)  # as train_rl.py runs them: one fused call per iteration
+    k = cfg.steps_per_call if hasattr(cfg, "steps_per_call") else 1  # iterations per call (DQN's native backend)
+    engine = MultiStep(agent.phases(), k)  # as train_rl.py runs them: one fused call per iteration (or per k)
     engine.run(0)
     inside, fn = [0.0], engine.fn
 
@@ -53,8 +55,9 @@ def ours(algo, iters, extra=()):
         inside[0] += time.perf_counter() - t
         return out
     engine.fn = timed
+    iters = iters // k * k
     start_steps, t0 = agent.env_steps, time.perf_counter()
-    for step in range(1, iters + 1):
+    for step in range(k, iters + k, k):
         engine.run(step)
     total = time.perf_counter() - t0
     if hasattr(agent, "harvest"):  # environments in the graph: count the last rollout's steps
@@ -175,21 +178,45 @@ def torch_replay_env(env_id, cap, seed=0):
     return env, state, step, sample
 
 
-def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency=4, target_frequency=100,
-              learning_starts=1000, epsilon=0.05):
-    """CleanRL's dqn.py loop at its final epsilon (this codebase's defaults): train_frequency env steps,
-    one Q update, the target copied every target_frequency env steps."""
+def torch_q_nets(obs_dim, n, hidden, lr):
+    """CleanRL's Q network (here two relu layers of `hidden`), its target copy and Adam."""
     import torch
     from torch import nn
+
+    def q_net():
+        return nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                             nn.Linear(hidden, n))
+    q, target = q_net(), q_net()
+    target.load_state_dict(q.state_dict())
+    return q, target, torch.optim.Adam(q.parameters(), lr)
+
+
+def torch_dqn_update(q, target, opt, b, gamma):
+    """CleanRL's Q step on batch `b`: MSE to r + gamma max_a' Q'(s', a') (1 - terminated)."""
+    import torch
+    with torch.no_grad():
+        y = b["rewards"] + gamma * target(b["next_obs"]).max(1).values * (1 - b["terminated"])
+    q_sa = q(b["obs"]).gather(1, b["actions"].long()).view(-1)
+    loss = ((q_sa - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency=4, target_frequency=100,
+              learning_starts=1000, epsilon=0.05, num_envs=1):
+    """CleanRL's dqn.py loop at its final epsilon (this codebase's defaults): train_frequency env steps,
+    one Q update, the target copied every target_frequency env steps. num_envs > 1: gymnasium's
+    vector env, one forward for all of them per step (CleanRL's dqn.py takes one)."""
+    if num_envs > 1:
+        return torch_dqn_vector(iters, hidden, batch, lr, gamma, train_frequency, target_frequency, learning_starts,
+                                epsilon, num_envs)
+    import torch
     torch.manual_seed(0)
     env, state, step_env, sample = torch_replay_env("CartPole-v1", 50_000)
     o, n = env.observation_space.shape[0], env.action_space.n
 
-    def q_net():
-        return nn.Sequential(nn.Linear(o, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n))
-    q, target = q_net(), q_net()
-    target.load_state_dict(q.state_dict())
-    opt = torch.optim.Adam(q.parameters(), lr)
+    q, target, opt = torch_q_nets(o, n, hidden, lr)
     rng = np.random.default_rng(0)
     for _ in range(learning_starts):
         step_env(int(rng.integers(0, n)))
@@ -208,13 +235,7 @@ def torch_dqn(iters, hidden=128, batch=128, lr=1e-3, gamma=0.99, train_frequency
             if env_steps % target_frequency == 0:
                 target.load_state_dict(q.state_dict())
         b = sample(rng, batch)
-        with torch.no_grad():
-            y = b["rewards"] + gamma * target(b["next_obs"]).max(1).values * (1 - b["terminated"])
-        q_sa = q(b["obs"]).gather(1, b["actions"].long()).view(-1)
-        loss = ((q_sa - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        torch_dqn_update(q, target, opt, b, gamma)
 
     total = timed(iteration, iters)
     return iters * train_frequency / total, total / iters * 1e3
@@ -343,6 +364,54 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
     return updates * T * num_envs / total, total / updates * 1e3
 
 
+def torch_dqn_vector(iters, hidden, batch, lr, gamma, train_frequency, target_frequency, learning_starts, epsilon,
+                     num_envs):
+    """torch_dqn's loop over a gymnasium vector env of num_envs CartPoles (num_envs transitions per step)."""
+    import gymnasium as gym
+    import torch
+    torch.manual_seed(0)
+    envs = gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=0)
+    o, n, cap = obs.shape[1], int(envs.single_action_space.n), 50_000
+    buf = {k: np.zeros((cap,) + s, np.float32) for k, s in
+           dict(obs=(o,), actions=(1,), rewards=(), next_obs=(o,), terminated=()).items()}
+    state = {"obs": obs, "size": 0}
+
+    q, target, opt = torch_q_nets(o, n, hidden, lr)
+    rng = np.random.default_rng(0)
+
+    def step_envs(greedy):
+        explore = rng.random(num_envs) < (1.0 if not greedy else epsilon)
+        action = rng.integers(0, n, num_envs)
+        if greedy:
+            with torch.no_grad():
+                action = np.where(explore, action, q(torch.from_numpy(state["obs"].astype(np.float32))).argmax(1).numpy())
+        next_obs, r, term, trunc, _ = envs.step(action)
+        rows = (state["size"] + np.arange(num_envs)) % cap
+        for k, v in zip(buf, (state["obs"], action.reshape(-1, 1), r, next_obs, term)):
+            buf[k][rows] = v
+        state["size"] += num_envs
+        state["obs"] = next_obs
+    for _ in range(learning_starts // num_envs):
+        step_envs(False)
+    env_steps = learning_starts // num_envs * num_envs
+
+    def iteration(step):
+        nonlocal env_steps
+        for _ in range(train_frequency):
+            step_envs(True)
+            env_steps += num_envs
+            if env_steps % target_frequency < num_envs:
+                target.load_state_dict(q.state_dict())
+        rows = rng.integers(0, min(state["size"], cap), batch)
+        b = {k: torch.from_numpy(v[rows]) for k, v in buf.items()}
+        torch_dqn_update(q, target, opt, b, gamma)
+
+    total = timed(iteration, iters)
+    envs.close()
+    return iters * train_frequency * num_envs / total, total / iters * 1e3
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sac-iters", type=int, default=400)
@@ -350,6 +419,8 @@ def main():
     parser.add_argument("--replay-iters", type=int, default=400, help="iterations of DQN, TD3 and DDPG")
     parser.add_argument("--algos", default="ppo,ppo-native,ppo-cleanrl,ppo-cleanrl-native,sac,dqn,td3,ddpg",
                         help="which rows, comma-separated")
+    parser.add_argument("--ours-extra", default="", help="more train_rl.py flags for the MindSpore rows, e.g. "
+                        "\"--train-frequency 1\" (the PyTorch rows do not follow them: compare MindSpore rows)")
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     try:
@@ -381,9 +452,20 @@ def main():
                         args.ppo_updates, lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl),
         "ppo-cleanrl-native": ("PPO CartPole-v1, CleanRL's sizes (as above)", args.ppo_updates,
                                lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl + native)})
+    # DQN with the environments and replay in the graph (rl/dqn_native.py), 50 iterations per call: at the
+    # defaults (one environment, 4 steps per update), and at 16 environments stepped once per update
+    dqn = constant + ["--exploration-fraction", "0.01"]
+    wide = ["--num-envs", "16", "--train-frequency", "1"]
+    native_dqn = native + ["--steps-per-call", "50"]
+    rows_wanted.update({
+        "dqn-native": ("DQN CartPole-v1 (as above)", args.replay_iters, torch_dqn, dqn + native_dqn),
+        "dqn-16envs": ("DQN CartPole-v1, 16 envs (1 iteration = 16 env steps + 1 Q update, epsilon 0.05)",
+                       args.replay_iters, lambda n: torch_dqn(n, train_frequency=1, num_envs=16), dqn + wide),
+        "dqn-16envs-native": ("DQN CartPole-v1, 16 envs (as above)", args.replay_iters,
+                              lambda n: torch_dqn(n, train_frequency=1, num_envs=16), dqn + wide + native_dqn)})
     for algo in args.algos.split(","):
         label, n, ref, extra = rows_wanted[algo]
-        sps, ms_iter, inside = ours(algo.split("-")[0], n, extra)
+        sps, ms_iter, inside = ours(algo.split("-")[0], n, extra + args.ours_extra.split())
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
         how = "train_rl.py --env-backend mindspore" if "--env-backend" in extra else "train_rl.py"

@@ -177,6 +177,36 @@ class ReplayAgent(Agent):
         self.buffer.sync_to_parameters()
 
 
+class InGraphEnvironments:
+    """Mixin (first base) of an agent whose environments run inside the graph (rl/native_envs.py): their
+    state is the Parameter `env_carry`, saved with the weights instead of the host meta, and its finished
+    episodes are read back from the device by `harvest()` before anything reads them."""
+
+    def harvest(self):
+        raise NotImplementedError
+
+    def log_hook(self, step):
+        self.harvest()
+        super().log_hook(step)
+
+    def before_save(self):
+        self.harvest()
+        super().before_save()
+
+    def results(self, episodes):
+        self.harvest()
+        return super().results(episodes)
+
+    def state(self):
+        return super().state() + [self.env_carry]
+
+    def environment_state(self):
+        return {"env_state": None, "obs": None}  # the carry is the env_carry Parameter
+
+    def restore_environments(self, meta):
+        pass  # env_carry was loaded with the other Parameters
+
+
 def evaluate_policy(env_id, act, episodes, seed):
     return evaluate_policies(env_id, act, episodes, seed, 1)[0]
 

@@ -68,7 +68,7 @@ from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
 from loops.step import maybe_jit
 from rl.agent import ReplayAgent
-from rl.config import algorithm_config
+from rl.config import RLConfig, algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
 from rl.replay import ReplayBuffer
 
@@ -81,7 +81,8 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
                               hidden=128, gamma=0.99, log_every=100)):
     HELP_GROUPS = {"DQN": ("buffer_size", "batch_size", "learning_starts", "train_frequency", "gradient_steps",
                            "target_network_frequency", "tau", "start_e", "end_e", "exploration_fraction", "loss",
-                           "double")}
+                           "double", "env_backend", "steps_per_call")}
+    FIXED_ON_RESUME = RLConfig.FIXED_ON_RESUME + ("env_backend",)
     buffer_size: int = opt(50_000, "replay buffer capacity (transitions; saved in every checkpoint)")
     batch_size: int = opt(128, "transitions per Q update")
     learning_starts: int = opt(1000, "environment steps (epsilon-greedy) before the first Q update")
@@ -96,6 +97,11 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
                                            "from --start-e to --end-e")
     loss: str = opt("mse", "TD loss: mse, or huber (smooth L1, delta 1)", list(LOSSES))
     double: bool = opt(False, "Double DQN: the target network evaluates the online network's argmax")
+    env_backend: str = opt("gymnasium", "where the environments run: gymnasium (host numpy, stepped from Python) or "
+                           "mindspore (rl/dqn_native.py: environment steps, replay inserts and the Q step in one "
+                           "compiled call)", ("gymnasium", "mindspore"))
+    steps_per_call: int = opt(1, "iterations per compiled call (--env-backend mindspore: nothing returns to the host "
+                                 "between them)")
 
     def iterations(self):  # one iteration: one Q update, after train_frequency vector steps (module docstring)
         return (self.total_steps - self.learning_starts) // (self.num_envs * self.train_frequency) * self.gradient_steps
@@ -110,6 +116,15 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
             self.check(0 <= value <= 1, f"--{key.replace('_', '-')} must be in [0, 1], got {value}")
         self.check(0 < self.exploration_fraction <= 1,
                    f"--exploration-fraction must be in (0, 1], got {self.exploration_fraction}")
+        self.check_positive("steps_per_call")
+        if self.env_backend == "mindspore":
+            from rl.native_envs import NATIVE_ENVS
+            self.check(self.env in NATIVE_ENVS, f"--env-backend mindspore has no {self.env}; it has "
+                                                f"{', '.join(sorted(NATIVE_ENVS))} (or use --env-backend gymnasium)")
+            self.check(self.gradient_steps == 1, "--gradient-steps must be 1 with --env-backend mindspore")
+        else:
+            self.check(self.steps_per_call == 1, "--steps-per-call needs --env-backend mindspore (each iteration "
+                                                 "of the gymnasium backend waits for the host's environment steps)")
         per_update = self.num_envs * self.train_frequency
         self.check(self.steps > 0 or self.total_steps - self.learning_starts >= per_update,
                    f"--total-steps ({self.total_steps}) must exceed --learning-starts ({self.learning_starts}) by at "
@@ -133,6 +148,12 @@ class DQN(ReplayAgent):
     ACTIONS = ("discrete",)
     PROGRESS_TAGS = ("charts/episodic_return_mean20", "losses/td_loss")
 
+    def __new__(cls, cfg, run):  # --env-backend mindspore: environments and replay in the graph (rl/dqn_native.py)
+        if cls is DQN and cfg.env_backend == "mindspore":
+            from rl.dqn_native import NativeDQN
+            return super().__new__(NativeDQN)
+        return super().__new__(cls)
+
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
         self.q = Learner.from_config("q", relu_mlp(self.obs_dim, self.n_actions, cfg.hidden), cfg)
@@ -140,10 +161,17 @@ class DQN(ReplayAgent):
         for s, t in zip(self.q.net.get_parameters(), self.target.get_parameters()):
             t.set_data(s.data.copy())  # the target starts as Q (a resume then loads both)
         self.polyak = EMA(self.q.net, self.target, 1.0 - cfg.tau)
-        self.buffer = ReplayBuffer(cfg.buffer_size, self.obs_dim, 1)
+        self.buffer = self.replay_buffer()
         self.greedy = self.make_greedy()
         self.host_weights = None  # Q's weights as numpy, for acting (host_greedy)
-        self.q_step = self.q.step(self.q_loss_fn(), has_aux=True, takes_lr=cfg.anneal_lr)
+        self.q_step = self.q.step(self.q_objective(), has_aux=True, takes_lr=cfg.anneal_lr)
+
+    def replay_buffer(self):
+        return ReplayBuffer(self.cfg.buffer_size, self.obs_dim, 1)  # host arrays (rl/dqn_native.py: in the graph)
+
+    def q_objective(self):
+        """The Q step's forward function: the TD loss of a batch passed in (rl/dqn_native.py: gathered by index)."""
+        return self.q_loss_fn()
 
     def make_greedy(self):
         """Compiled obs -> argmax_a Q(obs, a) (int32)."""

@@ -22,6 +22,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, ops
 
 from loops.driver import Phase
+from rl.agent import InGraphEnvironments
 from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
 
@@ -50,7 +51,7 @@ class Rows:
         return {name: rows[..., a:b] if vector else rows[..., a] for name, (a, b, vector) in self.slices.items()}
 
 
-class NativePPO(PPO):
+class NativePPO(InGraphEnvironments, PPO):
     seeds = 1  # agents side by side (rl/ppo_seeds.py): the environments' lanes and the rows are seed-major
 
     def __init__(self, cfg, run):
@@ -209,25 +210,3 @@ class NativePPO(PPO):
 
     def phases(self):  # the rollout's tag: its mean reward, time-limit bootstraps included (what GAE reads)
         return [Phase("rollout", self.draw_rollout, self.rollout_fn(), ("charts/rollout_reward_mean",))] + super().phases()
-
-    def log_hook(self, step):
-        self.harvest()
-        super().log_hook(step)
-
-    def before_save(self):
-        self.harvest()
-        super().before_save()
-
-    def results(self, episodes):
-        self.harvest()
-        return super().results(episodes)
-
-    # ---- checkpoints: the environments' carry is a Parameter; the gymnasium envs are not stepped ----
-    def state(self):
-        return super().state() + [self.env_carry]
-
-    def environment_state(self):
-        return {"env_state": None, "obs": None}  # the carry is the env_carry Parameter, saved with the weights
-
-    def restore_environments(self, meta):
-        pass  # env_carry was loaded with the other Parameters

@@ -153,6 +153,10 @@ def test_acting_follows_epsilon(graph_mode, tmp_path):
     (["--loss", "l1"], "invalid choice: 'l1'"),
     (["--total-steps", "1000", "--learning-starts", "1000"], "must exceed --learning-starts (1000) by at least"),
     (["--num-steps", "8"], "unrecognized arguments: --num-steps 8"),  # PPO's flag
+    (["--env-backend", "mindspore", "--env", "MountainCar-v0"], "--env-backend mindspore has no MountainCar-v0; it has"),
+    (["--env-backend", "mindspore", "--gradient-steps", "2"], "--gradient-steps must be 1 with --env-backend mindspore"),
+    (["--steps-per-call", "4"], "--steps-per-call needs --env-backend mindspore"),
+    (["--env-backend", "mindspore", "--steps-per-call", "0"], "--steps-per-call must be > 0, got 0"),
     (["--lr-actor", "0.1"], "unrecognized arguments: --lr-actor 0.1"),
 ])
 def test_bad_dqn_input_exits_2_and_writes_nothing(tmp_path, capsys, args, message):
