@@ -101,7 +101,7 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
                            "mindspore (rl/dqn_native.py: environment steps, replay inserts and the Q step in one "
                            "compiled call)", ("gymnasium", "mindspore"))
     steps_per_call: int = opt(1, "iterations per compiled call (--env-backend mindspore: nothing returns to the host "
-                                 "between them)")
+                                 "between them; each iteration's --train-frequency steps are unrolled in the graph)")
 
     def iterations(self):  # one iteration: one Q update, after train_frequency vector steps (module docstring)
         return (self.total_steps - self.learning_starts) // (self.num_envs * self.train_frequency) * self.gradient_steps
@@ -119,9 +119,13 @@ class Config(algorithm_config("dqn", MODELS, lr=1e-3, env="CartPole-v1", num_env
         self.check_positive("steps_per_call")
         if self.env_backend == "mindspore":
             from rl.native_envs import NATIVE_ENVS
-            self.check(self.env in NATIVE_ENVS, f"--env-backend mindspore has no {self.env}; it has "
-                                                f"{', '.join(sorted(NATIVE_ENVS))} (or use --env-backend gymnasium)")
+            discrete = sorted(name for name, env in NATIVE_ENVS.items() if env.actions)
+            self.check(self.env in discrete, f"--env-backend mindspore has no {self.env} for DQN; it has "
+                                             f"{', '.join(discrete)} (or use --env-backend gymnasium)")
             self.check(self.gradient_steps == 1, "--gradient-steps must be 1 with --env-backend mindspore")
+            # one vector step writes num_envs rows in one scatter: they must be distinct rows
+            self.check(self.buffer_size >= self.num_envs, f"--buffer-size ({self.buffer_size}) must be at least "
+                                                          f"--num-envs ({self.num_envs}) with --env-backend mindspore")
         else:
             self.check(self.steps_per_call == 1, "--steps-per-call needs --env-backend mindspore (each iteration "
                                                  "of the gymnasium backend waits for the host's environment steps)")

@@ -4,19 +4,22 @@ target update are ONE compiled call, and `--steps-per-call K` runs K such iterat
 (the driver's multi-step engine), so nothing goes back to the host between environment steps.
 
 Same algorithm and the same draws as the host path (rl/dqn.py): per vector step the explore-or-not
-draw and the random action (then the reset states of any environment that ends), per iteration the
-replay batch, all from the run's host RNG, in the host path's order; the epsilon schedule and the target updates follow the environment steps,
-which the host knows in advance (every iteration steps num_envs x train_frequency). What the host
-cannot know, the greedy action, is computed in the graph from Q's current weights. The environments
-(rl/native_envs.py) start from the run's generator instead of gymnasium's seeding, so the two backends
-train on different episodes.
+draw and the random action (then a reset state per environment, used where one ends), per iteration
+the replay batch, all from the run's host RNG, in the host path's order; the epsilon schedule and the
+target updates follow the environment steps, which the host knows in advance (every iteration steps
+num_envs x train_frequency). What the host cannot know, the greedy action, is computed in the graph
+from Q's current weights. The environments (rl/native_envs.py) start from the run's generator instead
+of gymnasium's seeding, so the two backends train on different episodes.
 
 The replay buffer is ONE non-trainable Parameter (capacity, 2 obs + 3) of packed rows (obs, action,
 reward, next_obs, terminated): one scatter per vector step, one gather per batch; the host keeps its
 cursor (position, size) and computes every insert row. Finished episodes (return, length) are written
 per vector step into a small Parameter of slots and read back on the host (`harvest`) for CleanRL's
-tags. Not supported here: --gradient-steps > 1 (its iterations without environment steps would need
-a branch inside the multi-step loop, where nested control flow leaks memory in MindSpore 2.10).
+tags (lazily: before their slot is written again, at a log line, a checkpoint and the end). An
+iteration's --train-frequency steps are unrolled in the graph (a loop there would nest in the
+multi-step loop), so the graph and its compile time grow with --train-frequency. Not supported here:
+--gradient-steps > 1 (its iterations without environment steps would need a branch inside the
+multi-step loop, where nested control flow leaks memory in MindSpore 2.10).
 """
 import mindspore as ms
 import numpy as np
@@ -81,7 +84,6 @@ class NativeDQN(InGraphEnvironments, DQN):
         self.episode_rows = Parameter(Tensor(np.zeros((self.slots * cfg.train_frequency, n, 3), np.float32)),
                                       name="rollout.episodes", requires_grad=False)
         self.unread = []  # (slot, environment steps before it) of iterations whose episodes are not read yet
-        self.warmup = None  # the compiled warm-up collection (built on first use)
 
     # ---- the graph ----
     def vector_step(self, carry, explore, random_action, reset_noise, rows, slot_row, rows_param):

@@ -153,7 +153,9 @@ def test_acting_follows_epsilon(graph_mode, tmp_path):
     (["--loss", "l1"], "invalid choice: 'l1'"),
     (["--total-steps", "1000", "--learning-starts", "1000"], "must exceed --learning-starts (1000) by at least"),
     (["--num-steps", "8"], "unrecognized arguments: --num-steps 8"),  # PPO's flag
-    (["--env-backend", "mindspore", "--env", "MountainCar-v0"], "--env-backend mindspore has no MountainCar-v0; it has"),
+    (["--env-backend", "mindspore", "--env", "MountainCar-v0"],
+     "--env-backend mindspore has no MountainCar-v0 for DQN; it has Acrobot-v1, CartPole-v1"),
+    (["--env-backend", "mindspore", "--buffer-size", "2", "--num-envs", "3"], "--buffer-size (2) must be at least"),
     (["--env-backend", "mindspore", "--gradient-steps", "2"], "--gradient-steps must be 1 with --env-backend mindspore"),
     (["--steps-per-call", "4"], "--steps-per-call needs --env-backend mindspore"),
     (["--env-backend", "mindspore", "--steps-per-call", "0"], "--steps-per-call must be > 0, got 0"),
