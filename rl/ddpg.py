@@ -9,7 +9,8 @@ and no delay. Two Learners, each with its own optimizer and flags (--lr-actor, -
           maximising Q(s, mu(s)): loss = -mean Q(s, mu(s)).
 
 One driver iteration = one vector step of the environments (after --learning-starts steps of uniform
-random actions; then mu(s) + N(0, (exploration_noise (high - low) / 2)^2), clipped to the bounds) +
+random actions; then mu(s) + N(0, (sigma (high - low) / 2)^2), clipped to the bounds, sigma falling
+linearly from --exploration-noise to 0 over the run with --anneal-noise, on by default, as TD3's) +
 one critic step on a uniform replay batch + one actor step on the same batch followed, in the same
 compiled call, by the Polyak update of both targets (target <- (1 - tau) target + tau online:
 loops.ema.EMA with decay 1 - tau). A terminated episode is terminal (y = r); a truncated one
@@ -18,7 +19,8 @@ bootstraps from its final observation. Exploration noise is drawn on the host (s
 Differences from CleanRL: the actor and the targets update every iteration, as in the paper
 (CleanRL's DDPG keeps TD3's policy_frequency 2); the learning rate 1e-3 (the SB3 zoo's Pendulum
 value; CleanRL: 3e-4), 1000 warm-up steps (CleanRL: 25k, more than the whole default run) and a
-100k-transition buffer (CleanRL: 1e6; with 20k steps both hold every transition). Like CleanRL, the
+100k-transition buffer (CleanRL: 1e6; with 20k steps both hold every transition), the exploration
+noise annealed to 0 (CleanRL: constant; --no-anneal-noise). Like CleanRL, the
 learning rates are constant: --anneal-lr (linear to 0, the default of PPO and DQN here) is off by
 default. Differences from the paper, kept from CleanRL: Gaussian exploration noise (the paper: an
 Ornstein-Uhlenbeck process); two relu layers of 256, no batch normalisation, no weight decay, one
@@ -32,7 +34,7 @@ from mindspore import ops
 from loops.config import opt
 from rl.config import algorithm_config
 from rl.evaluate import EVALUATION  # noqa: F401  (python -m metrics RUN_DIR)
-from rl.td3 import DEFAULTS, REPLAY_FLAGS, DeterministicAgent, QNetwork, check_replay_flags, replay_iterations
+from rl.td3 import ANNEAL_NOISE_HELP, DEFAULTS, REPLAY_FLAGS, DeterministicAgent, QNetwork, check_replay_flags, replay_iterations
 
 MODELS = {"actor": "the actor", "critic": "the Q network"}
 
@@ -45,6 +47,7 @@ class Config(algorithm_config("ddpg", MODELS, **DEFAULTS)):
     learning_starts: int = opt(1000, "uniform random environment steps before the first update")
     tau: float = opt(0.005, "Polyak rate of the target networks")
     exploration_noise: float = opt(0.1, "std of the Gaussian exploration noise, in half action ranges")
+    anneal_noise: bool = opt(True, ANNEAL_NOISE_HELP)
 
     def iterations(self):
         return replay_iterations(self)

@@ -11,8 +11,9 @@ td3_continuous_action.py: two Learners, each with its own optimizer and flags (-
           maximising Q1(s, mu(s)): loss = -mean Q1(s, mu(s)).
 
 One driver iteration = one vector step of the environments (after --learning-starts steps of uniform
-random actions; then mu(s) + N(0, (exploration_noise (high - low) / 2)^2), clipped to the bounds) +
-one critic step on a uniform replay batch; every --policy-frequency iterations (delayed policy
+random actions; then mu(s) + N(0, (sigma (high - low) / 2)^2), clipped to the bounds, sigma
+falling linearly from --exploration-noise to 0 over the run with --anneal-noise) + one critic step on
+a uniform replay batch; every --policy-frequency iterations (delayed policy
 updates), one actor step on the same batch followed, in the same compiled call, by the Polyak
 update of both targets (target <- (1 - tau) target + tau online: loops.ema.EMA with decay 1 - tau).
 A terminated episode is terminal (y = r); a truncated one (Pendulum's time limit) bootstraps from
@@ -25,8 +26,10 @@ Differences from CleanRL: the learning rate 1e-3 (the SB3 zoo's Pendulum value; 
 action dimension's own bounds (CleanRL: to the first dimension's); the smoothing noise is drawn on
 the host, not by torch; the first update follows --learning-starts random steps and one step of the
 policy (CleanRL: two); the critic's loss is logged as losses/qf_loss = (qf1 + qf2) / 2, as CleanRL does, while the
-optimised loss is their sum. Like CleanRL, the learning rates are constant: --anneal-lr (linear to
-0, the default of PPO and DQN here) is off by default.
+optimised loss is their sum; the exploration noise anneals linearly to 0 over the run (--anneal-noise,
+on by default: the last training episodes are the policy's own, as DQN's epsilon schedule does;
+--no-anneal-noise is CleanRL's constant noise; docs/rl_td3_ddpg.md has both sweeps). Like CleanRL, the
+learning rates are constant: --anneal-lr (linear to 0, the default of PPO and DQN here) is off by default.
 Defaults: CleanRL's TD3 (two relu layers of 256, batch 256, tau 0.005, gamma 0.99, exploration noise
 0.1, policy noise 0.2, noise clip 0.5, policy frequency 2) with the SB3 zoo's Pendulum lr 1e-3.
 
@@ -42,6 +45,7 @@ from loops.config import opt
 from loops.driver import Phase
 from loops.ema import EMA
 from loops.learner import Learner, all_state, declare
+from loops.schedules import lr_at
 from loops.step import maybe_jit
 from rl.agent import ReplayAgent
 from rl.config import algorithm_config
@@ -50,7 +54,8 @@ from rl.replay import ReplayBuffer
 from rl.sac import TwinQ, relu_mlp
 
 MODELS = {"actor": "the actor", "critic": "both Q networks"}
-REPLAY_FLAGS = ("buffer_size", "batch_size", "learning_starts", "tau", "exploration_noise")
+REPLAY_FLAGS = ("buffer_size", "batch_size", "learning_starts", "tau", "exploration_noise", "anneal_noise")
+ANNEAL_NOISE_HELP = "the exploration noise falls linearly to 0 over the updates (as --anneal-lr does the rates)"
 DEFAULTS = dict(lr=1e-3, env="Pendulum-v1", num_envs=1, total_steps=20_000, hidden=256, gamma=0.99, anneal_lr=False,
                 log_every=250)
 
@@ -63,6 +68,7 @@ class Config(algorithm_config("td3", MODELS, **DEFAULTS)):
     learning_starts: int = opt(1000, "uniform random environment steps before the first update")
     tau: float = opt(0.005, "Polyak rate of the target networks")
     exploration_noise: float = opt(0.1, "std of the Gaussian exploration noise, in half action ranges")
+    anneal_noise: bool = opt(True, ANNEAL_NOISE_HELP)
     policy_noise: float = opt(0.2, "std of the target policy smoothing noise, in half action ranges")
     noise_clip: float = opt(0.5, "the smoothing noise is clipped to +-this, in half action ranges")
     policy_frequency: int = opt(2, "one actor step and target update every that many critic steps")
@@ -184,7 +190,13 @@ class DeterministicAgent(ReplayAgent):
         return body
 
     # ---- host side ----
-    def act(self, random):
+    def exploration_noise(self, step):
+        """The exploration noise's std (in half action ranges) at update `step`: --exploration-noise, falling
+        linearly to 0 over the run with --anneal-noise."""
+        scale = lr_at(step, 1.0, "linear", self.cfg.steps) if self.cfg.anneal_noise else 1.0
+        return self.cfg.exploration_noise * scale
+
+    def act(self, random, step=0):
         """One vector step: uniform random actions during warm-up, else mu(s) plus Gaussian noise."""
         low, high = self.bounds
         rows = (self.cfg.num_envs, self.n_actions)
@@ -192,7 +204,7 @@ class DeterministicAgent(ReplayAgent):
             action = self.rng.uniform(low, high, rows).astype(np.float32)
         else:
             action = self.policy(Tensor.from_numpy(self.obs)).asnumpy()
-            action = action + (self.cfg.exploration_noise * self.half_range
+            action = action + (self.exploration_noise(step) * self.half_range
                                * self.rng.standard_normal(rows, dtype=np.float32)).astype(np.float32)
         action = np.clip(action, low, high)
         self.step_and_store(action)
@@ -200,7 +212,7 @@ class DeterministicAgent(ReplayAgent):
     def draw_critic(self, step):
         while self.buffer.size < self.cfg.learning_starts:
             self.act(random=True)
-        self.act(random=False)
+        self.act(random=False, step=step)
         self.batch = self.buffer.sample(self.rng, self.cfg.batch_size)
         inputs = self.batch
         if self.smoothing_noise:

@@ -189,6 +189,26 @@ def test_warm_up_is_uniform_then_the_policy_explores_within_the_bounds(graph_mod
     run.close()
 
 
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+def test_annealed_exploration_noise_falls_linearly_to_zero(graph_mode, tmp_path, algo):
+    """--anneal-noise (the default): the noise's std is --exploration-noise x (1 - update / updates);
+    --no-anneal-noise: constant, as CleanRL's."""
+    agent, run = tiny(tmp_path, algo, "--exploration-noise", 0.3)
+    steps = agent.cfg.steps
+    assert [agent.exploration_noise(s) for s in (0, steps // 2, steps)] == pytest.approx([0.3, 0.15, 0.0], abs=1e-3)
+    agent.draw_critic(0)  # warm-up, then one step of the policy
+    for step, noisy in ((steps - 1, False), (0, True)):  # the last update's step is all but the policy's action
+        obs = agent.obs.copy()
+        agent.act(random=False, step=step)
+        taken = agent.buffer.arrays["actions"][agent.buffer.pos - 1]
+        gap = np.abs(taken - agent.deterministic_action(obs)[0]).max()
+        assert (gap > 0.05) == noisy, (step, gap)
+    run.close()
+    agent, run = tiny(tmp_path / "constant", algo, "--exploration-noise", 0.3, "--no-anneal-noise")
+    assert agent.exploration_noise(0) == agent.exploration_noise(agent.cfg.steps) == 0.3
+    run.close()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--algo", "td3", "--env", "CartPole-v1"],
      "--algo td3 needs continuous (Box) actions; CartPole-v1 has Discrete(2): use --algo dqn or ppo"),
