@@ -385,7 +385,8 @@ def torch_dqn_vector(iters, hidden, batch, lr, gamma, train_frequency, target_fr
         action = rng.integers(0, n, num_envs)
         if greedy:
             with torch.no_grad():
-                action = np.where(explore, action, q(torch.from_numpy(state["obs"].astype(np.float32))).argmax(1).numpy())
+                greedy = q(torch.from_numpy(state["obs"].astype(np.float32))).argmax(1).numpy()
+                action = np.where(explore, action, greedy)
         next_obs, r, term, trunc, _ = envs.step(action)
         rows = (state["size"] + np.arange(num_envs)) % cap
         for k, v in zip(buf, (state["obs"], action.reshape(-1, 1), r, next_obs, term)):

@@ -29,6 +29,10 @@ step per iteration with the Q phase every --train-frequency iterations: train_rl
 iteration as a compiled call (the driver's fuse mode), so 9 of 10 calls would run nothing, at the
 cost of a call.)
 
+`--env-backend mindspore` (rl/dqn_native.py) moves the environments and the replay buffer into the graph:
+an iteration's environment steps, inserts, Q step and target update in one compiled call, --steps-per-call
+iterations per call; the same draws, from the same host RNG.
+
 The replay buffer (rl/replay.py) stores the discrete actions as float32 (act_dim 1; exact for any
 action count below 2^24), cast to int32 inside the loss to pick Q(s, a) with gather_elements.
 A time limit is not a terminal state: `terminated` (not `truncated`) ends the bootstrap, and the

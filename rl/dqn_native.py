@@ -32,6 +32,11 @@ from rl.dqn import DQN
 from rl.native_envs import NATIVE_ENVS
 
 
+def _column(x):
+    """(N,) -> (N, 1) float32."""
+    return x.astype(ms.float32).reshape(-1, 1)
+
+
 class DeviceReplay:
     """The replay buffer's storage in the graph (one packed Parameter) and its cursor on the host: the
     host computes the rows each vector step writes and samples the rows of each batch, with the same
@@ -84,6 +89,7 @@ class NativeDQN(InGraphEnvironments, DQN):
         self.episode_rows = Parameter(Tensor(np.zeros((self.slots * cfg.train_frequency, n, 3), np.float32)),
                                       name="rollout.episodes", requires_grad=False)
         self.unread = []  # (slot, environment steps before it) of iterations whose episodes are not read yet
+        self.warm_rows = None  # the warm-up's episode rows (made when it runs)
 
     # ---- the graph ----
     def vector_step(self, carry, explore, random_action, reset_noise, rows, slot_row, rows_param):
@@ -97,12 +103,12 @@ class NativeDQN(InGraphEnvironments, DQN):
         terminated = out["terminated"].astype(ms.float32)
         done = ops.logical_or(out["terminated"], out["truncated"]).astype(ms.float32)
         # final_obs is the state the action led to (before any reset): the next observation of every lane
-        packed = ops.concat([obs, action.astype(ms.float32).reshape(-1, 1), out["reward"].astype(ms.float32).reshape(-1, 1),
-                             out["final_obs"], terminated.reshape(-1, 1)], 1)
+        packed = ops.concat([obs, _column(action), _column(out["reward"]), out["final_obs"], _column(terminated)], 1)
         written = ops.scatter_update(buffer.param, rows, packed)
         stats = ops.stack([done, out["episode_return"].astype(ms.float32) * done,
                            out["episode_length"].astype(ms.float32) * done], 1)
-        written = ops.depend(written, ops.scatter_update(rows_param, slot_row.reshape(1), stats.reshape((1,) + stats.shape)))
+        recorded = ops.scatter_update(rows_param, slot_row.reshape(1), stats.reshape((1,) + stats.shape))
+        written = ops.depend(written, recorded)
         return ops.depend(carry, written)
 
     def replay_buffer(self):
