@@ -18,6 +18,7 @@ scores them with the run's own evaluator (metrics/evaluate.py: FID on the projec
 precision / recall, pixel precision / recall against the test split), then prints both rows.
 torch is not a project dependency: install it beside the venv to run this.
 """
+import argparse
 import json
 import os
 import sys
@@ -85,7 +86,6 @@ def train(source, steps, seed, log_every=200):
 
 
 def main(argv):
-    import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir")
     parser.add_argument("--batch-size", type=int, default=0, help="the twin's batch (default: the run's)")
@@ -100,7 +100,8 @@ def main(argv):
         cfg = json.load(f)
     with open(os.path.join(run_dir, "metrics.json")) as f:
         ours = json.load(f)
-    source = SOURCES[cfg["dataset"]](SimpleNamespace(**dict(cfg, batch_size=args.batch_size or cfg["batch_size"])))
+    batch = args.batch_size or cfg["batch_size"]
+    source = SOURCES[cfg["dataset"]](SimpleNamespace(**dict(cfg, batch_size=batch)))
     g, seconds = train(source, cfg["steps"], cfg["seed"])
     g.eval()
     z = np.random.default_rng([cfg["seed"], 8]).standard_normal((cfg["eval_samples"], Z, 1, 1), dtype=np.float32)
@@ -117,7 +118,7 @@ def main(argv):
     print("|---" * (len(keys) + 2) + "|")
     print(f"| train_gan.py ({run_dir}) | " + " | ".join(f"{ours[k]:.3f}" for k in keys)
           + f" | {ours['perf_steps_per_s']:.2f} |")
-    print(f"| PyTorch DCGAN tutorial recipe, batch {args.batch_size or cfg['batch_size']} | " + " | ".join(f"{theirs[k]:.3f}" for k in keys)
+    print(f"| PyTorch DCGAN tutorial recipe, batch {batch} | " + " | ".join(f"{theirs[k]:.3f}" for k in keys)
           + f" | {cfg['steps'] / seconds:.2f} |")
     return 0
 

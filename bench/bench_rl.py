@@ -43,7 +43,7 @@ def ours(algo, iters, extra=()):
     cfg = parse_config(recipe.Config, ["--algo", algo, "--run-dir", tempfile.mkdtemp(), *extra], "")
     run = Run(cfg, recipe=recipe.__name__)
     agent = recipe.AGENT(cfg, run)
-    k = cfg.steps_per_call if hasattr(cfg, "steps_per_call") else 1  # iterations per call (DQN's native backend)
+    k = getattr(cfg, "steps_per_call", 1)  # iterations per call (DQN's native backend)
     engine = MultiStep(agent.phases(), k)  # as train_rl.py runs them: one fused call per iteration (or per k)
     engine.run(0)
     inside, fn = [0.0], engine.fn

@@ -84,11 +84,13 @@ class NativeDQN(InGraphEnvironments, DQN):
         self.env_carry = Parameter(env.initial(Tensor(env.reset_noise(self.rng, n))), name="env_carry",
                                    requires_grad=False)
         # finished episodes: per vector step and environment (done, return, length), in slots of one
-        # iteration each; 2 x --steps-per-call slots: a slot is read before it is written again
-        self.slots = 2 * max(1, getattr(cfg, "steps_per_call", 1))
+        # iteration each. K = --steps-per-call slots would do (a slot's last user ran in an earlier call);
+        # 2K let harvest() read K iterations at once, one device read per call instead of one per iteration
+        self.per_call = max(1, getattr(cfg, "steps_per_call", 1))
+        self.slots = 2 * self.per_call
         self.episode_rows = Parameter(Tensor(np.zeros((self.slots * cfg.train_frequency, n, 3), np.float32)),
                                       name="rollout.episodes", requires_grad=False)
-        self.unread = []  # (slot, environment steps before it) of iterations whose episodes are not read yet
+        self.unread = []  # (iteration, environment steps before it) of iterations whose episodes are not read yet
         self.warm_rows = None  # the warm-up's episode rows (made when it runs)
 
     # ---- the graph ----
@@ -181,10 +183,10 @@ class NativeDQN(InGraphEnvironments, DQN):
         cfg = self.cfg
         self.collect_warmup()
         slot = step % self.slots
-        self.harvest(before_slot=slot)
+        self.harvest(before_step=step)
         before = self.env_steps
         draws = [self.draw_vector_step() for _ in range(cfg.train_frequency)]
-        self.unread.append((slot, before))
+        self.unread.append((step, before))
         due = self.env_steps // cfg.target_network_frequency > before // cfg.target_network_frequency
         decay = np.float32(1.0 - cfg.tau if due else 1.0)
         idx = self.buffer.sample(self.rng, cfg.batch_size)
@@ -192,20 +194,20 @@ class NativeDQN(InGraphEnvironments, DQN):
         stacked = tuple(np.stack(column) for column in zip(*draws))
         return stacked + (np.int32(slot * cfg.train_frequency), decay, np.float32(self.epsilon())) + inputs
 
-    def harvest(self, before_slot=None):
-        """Record the finished episodes of the iterations that ran. With `before_slot`: only as far as
-        needed so that slot can be written again (its iteration ran in an earlier call: a slot comes
-        back after 2 x --steps-per-call iterations); without: all of them (after a call, at a log line
-        or a checkpoint)."""
-        if not self.unread or (before_slot is not None and all(s != before_slot for s, _ in self.unread)):
-            return
-        rows = self.episode_rows.asnumpy()
-        T = self.cfg.train_frequency
-        while self.unread:
-            slot, before = self.unread.pop(0)
+    def harvest(self, before_step=None):
+        """Record the finished episodes of the iterations that ran. With `before_step` (a draw for that
+        iteration): only when its slot still holds unread episodes, and then every iteration up to
+        before_step - K, which ran in an earlier call (a call runs at most K = --steps-per-call
+        consecutive iterations): one device read per K iterations. Without: all of them (after a call,
+        at a log line or a checkpoint)."""
+        if not self.unread or (before_step is not None and self.unread[0][0] > before_step - self.slots):
+            return  # nothing read yet, or the slot of before_step is free (its last user was read)
+        rows, T = self.episode_rows.asnumpy(), self.cfg.train_frequency
+        last = float("inf") if before_step is None else before_step - self.per_call
+        while self.unread and self.unread[0][0] <= last:
+            iteration, before = self.unread.pop(0)
+            slot = iteration % self.slots
             self.read_episodes(rows[slot * T:(slot + 1) * T], before)
-            if slot == before_slot:
-                break
 
     def read_episodes(self, rows, before):
         """Episodes finished in `rows` (T, N, 3), whose first vector step came after `before` environment steps."""
