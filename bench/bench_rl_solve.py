@@ -6,9 +6,10 @@ same seeds, one process at a time, side by side in this run.
     PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py [--seeds 3] [--record]
     PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py --num-seeds 10 [--record]
 
-train_rl.py is read from its progress lines (`--log-every 1`: the mean of the last 20 episodes after
-every iteration, as a user watching it sees it) and stopped once solved; the PyTorch script stops
-itself. A run that never reaches 475 counts as its whole length and is marked. torch is not a project
+train_rl.py runs to its end with `--log-every 1` (the mean of the last 20 episodes logged after every
+iteration) and is timed by the wall time of the first logged mean >= 475 in its TensorBoard events.
+Its plain progress lines come at most every 10 s, so timing by them (as this bench did before
+2026-12-07 evening) added up to 10 s. The PyTorch script stops itself when solved. A run that never reaches 475 counts as its whole length and is marked. torch is not a project
 dependency: without it, only train_rl.py's rows are printed.
 
 --num-seeds K instead times ONE train_rl.py process training K seeds together (`--env-backend
@@ -18,7 +19,6 @@ it one whole CleanRL run (500k steps, not stopped when solved) and CleanRL's tim
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import time
@@ -31,28 +31,30 @@ import numpy as np  # noqa: E402
 from bench import record  # noqa: E402
 from loops import child_env  # noqa: E402
 
-MEAN20 = re.compile(r"step (\d+)/\d+ .*charts/episodic_return_mean20=([0-9.]+)")
 TARGET = 475.0
 
 
+def first_solved(run_dir, start):
+    """Seconds from `start` to the first logged last-20 mean >= 475 in run_dir's TensorBoard events (the
+    moment the iteration's logging wrote it, which is when a user could see it), or None."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    events.Reload()
+    hits = [e.wall_time for e in events.Scalars("charts/episodic_return_mean20") if e.value >= TARGET]
+    return hits[0] - start if hits else None
+
+
 def solve_ours(seed, extra):
-    """(seconds from process start to solved or to the end, solved?) of one train_rl.py run."""
+    """(seconds from process start to solved or to the end, solved?) of one train_rl.py run, run to its end."""
     import tempfile
     with tempfile.TemporaryDirectory() as run_dir:
         argv = [sys.executable, "train_rl.py", "--seed", str(seed), "--run-dir", run_dir, "--log-every", "1",
                 "--eval-episodes", "1", "--no-progress", *extra]
         start = time.time()
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=child_env(PYTHONUNBUFFERED="1"))
-        for line in proc.stdout:
-            found = MEAN20.search(line)
-            if found and float(found.group(2)) >= TARGET:
-                took = time.time() - start
-                proc.kill()
-                proc.wait()
-                return took, True
-        proc.wait()
-        return time.time() - start, False
+        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, env=child_env())
+        took = time.time() - start
+        solved = first_solved(run_dir, start)
+        return (solved, True) if solved is not None else (took, False)
 
 
 def solve_torch(seed):
@@ -70,20 +72,14 @@ def solve_group(seeds):
     final evaluation is >= 475) of one train_rl.py process training `seeds` seeds together."""
     import json
     import tempfile
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     with tempfile.TemporaryDirectory() as run_dir:
         start = time.time()
         subprocess.run([sys.executable, "train_rl.py", "--env-backend", "mindspore", "--num-seeds", str(seeds),
                         "--run-dir", run_dir, "--log-every", "1", "--no-progress"], cwd=ROOT, check=True,
                        capture_output=True, env=child_env())
         took = time.time() - start
-        solved_at = []
-        for seed in range(seeds):
-            events = EventAccumulator(os.path.join(run_dir, f"seed{seed}"), size_guidance={"scalars": 0})
-            events.Reload()
-            first = [e.wall_time for e in events.Scalars("charts/episodic_return_mean20") if e.value >= TARGET]
-            if first:
-                solved_at.append(first[0] - start)
+        solved_at = [t for t in (first_solved(os.path.join(run_dir, f"seed{seed}"), start) for seed in range(seeds))
+                     if t is not None]
         with open(os.path.join(run_dir, "metrics.json")) as f:
             evaluated = sum(s["eval_return_mean"] >= TARGET for s in json.load(f)["seeds"])
     return (max(solved_at) if len(solved_at) == seeds else None), took, len(solved_at), evaluated
