@@ -59,14 +59,16 @@ def declare(name, net, train=False, amp="O0"):
 
 class Learner:
     """A model that learns: `net` (trained in training mode), its optimizer over net's trainable
-    parameters, and its gradient transform (transform flags as keywords: clip_norm=, accumulate=, ...)."""
+    parameters, and its gradient transform (transform flags as keywords: clip_norm=, accumulate=, ...).
+    `members` > 1: `net` is that many independent models side by side, every parameter with that leading
+    dimension (a clip by norm then clips each member's own norm; loops/transforms.py from_flags)."""
 
     def __init__(self, name, net, optimizer="adam", lr=1e-3, betas=(0.9, 0.999), weight_decay=0.0, amp="O0",
-                 **transform_flags):
+                 members=1, **transform_flags):
         self.name = name
         self.net = declare(name, net, train=True, amp=amp)
         self.optimizer = make_optimizer(optimizer, self.net.trainable_params(), lr, name + ".", betas, weight_decay)
-        self.transform = transforms.from_flags(self.optimizer.parameters, name + ".", **transform_flags)
+        self.transform = transforms.from_flags(self.optimizer.parameters, name + ".", members, **transform_flags)
         self.loss_tag, self.grad_norm_tag = f"loss/{name}", f"grad_norm/{name}"
 
     @classmethod

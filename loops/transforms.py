@@ -27,6 +27,13 @@ def global_norm(grads):
     return ops.sqrt(ops.sum(flat * flat))
 
 
+def member_norms(grads, members):
+    """(members,) float32: each member's global norm, for a model of `members` independent models side by
+    side, every gradient with a leading dimension of that size (member k's part: g[k])."""
+    flat = ops.cat([g.reshape(members, -1).astype(ms.float32) for g in grads], 1)
+    return ops.sqrt(ops.sum(flat * flat, 1))
+
+
 class Transform(nn.Cell):
     """Identity. Stateful subclasses re-assert their Parameter names in `name_state` (Chain calls it
     after the Cell machinery has auto-prefixed them), so checkpoints read `d.skip_nonfinite.skipped`,
@@ -39,6 +46,8 @@ class Transform(nn.Cell):
     noise_size = 0
     counters = ()  # Parameters counting vetoed updates
     flag, default, help = None, None, ""
+    # does it read all gradients at once? Then a model of independent members (set_members) couples them
+    couples_members = False
 
     @classmethod
     def build(cls, value, params, prefix):
@@ -46,6 +55,13 @@ class Transform(nn.Cell):
 
     def name_state(self):
         pass
+
+    def set_members(self, members):
+        """The model is `members` independent models side by side (every parameter's leading
+        dimension): act on each member alone, or refuse when this transform cannot."""
+        if members > 1 and self.couples_members:
+            raise ValueError(f"{type(self).__name__} reads all gradients at once: it would couple a model's "
+                             f"{members} members")
 
     def construct(self, grads, apply, noise):
         return grads, apply
@@ -64,16 +80,24 @@ class ClipByValue(Transform):
 
 
 class ClipByGlobalNorm(Transform):
-    """g <- g * min(1, v / (||g|| + 1e-6)), the global norm over all gradients (as torch does)."""
+    """g <- g * min(1, v / (||g|| + 1e-6)), the global norm over all gradients (as torch does); for a
+    model of independent members (set_members), each member's own norm and scale."""
     flag, default, help = "clip_norm", 0.0, "clip {whose}global gradient norm to V (0: off)"
 
     def __init__(self, max_norm):
         super().__init__()
         self.max_norm = float(max_norm)
+        self.members = 1
+
+    def set_members(self, members):
+        self.members = members
 
     def construct(self, grads, apply, noise):
-        scale = ops.clamp(self.max_norm / (global_norm(grads) + 1e-6), max=1.0)
-        return tuple(g * scale.astype(g.dtype) for g in grads), apply
+        if self.members == 1:
+            scale = ops.clamp(self.max_norm / (global_norm(grads) + 1e-6), max=1.0)
+            return tuple(g * scale.astype(g.dtype) for g in grads), apply
+        scales = ops.clamp(self.max_norm / (member_norms(grads, self.members) + 1e-6), max=1.0)
+        return tuple(g * scales.reshape((self.members,) + (1,) * (g.ndim - 1)).astype(g.dtype) for g in grads), apply
 
 
 class GradNoise(Transform):
@@ -104,6 +128,7 @@ class GradNoise(Transform):
 class SkipNonFinite(Transform):
     """Veto the update when any gradient holds NaN/Inf, and count the vetoes in `skipped`."""
     can_skip = True
+    couples_members = True  # one veto for every member's update
     flag, default, help = "skip_nonfinite", False, "skip (and count) {whose}updates whose gradients hold NaN/Inf"
 
     @classmethod
@@ -186,6 +211,7 @@ class LossScale(Transform):
     Put it first in a chain: every other transform must see unscaled gradients.
     """
     can_skip = True
+    couples_members = True  # one scale and one veto for all members
     flag, default = "loss_scale", "none"
     help = "{whose}loss scaling: dynamic, static or none (mixed precision)"
     choices = ("none", "static", "dynamic")
@@ -266,13 +292,17 @@ LOSS_SCALERS = {
 TRANSFORMS = (LossScale, Accumulate, SkipNonFinite, ClipByValue, ClipByGlobalNorm, GradNoise)
 
 
-def from_flags(params, prefix="", **values):
+def from_flags(params, prefix="", members=1, **values):
     """The chain that flag values describe (`clip_norm=1.0, accumulate=4, ...`, by each transform's
-    `flag`; a flag left out or at its default is off), in TRANSFORMS order."""
+    `flag`; a flag left out or at its default is off), in TRANSFORMS order. `members` > 1: the model is
+    that many independent models side by side (every parameter's leading dimension, e.g. one agent per
+    seed): each transform acts on each member alone, or refuses (ValueError)."""
     known = {t.flag for t in TRANSFORMS}
     unknown = sorted(set(values) - known)
     if unknown:
         raise TypeError(f"unknown gradient transform flag(s) {unknown}; known: {sorted(known)}")
     parts = [t.build(values[t.flag], params, prefix) for t in TRANSFORMS
              if values.get(t.flag, t.default) != t.default]
+    for part in parts:
+        part.set_members(members)
     return Chain(*parts)

@@ -14,6 +14,7 @@ flag of another algorithm is an unknown flag here: this config does not have it.
 import copy
 from dataclasses import dataclass
 
+from loops import transforms
 from loops.config import RunConfig, opt
 from loops.learner import model_flags
 from loops.memory import FLOAT, check_fits
@@ -94,9 +95,13 @@ class RLConfig(RunConfig):
 
 def algorithm_config(name, models, lr=1e-3, **defaults):
     """The base of algorithm `name`'s Config: RLConfig with --algo defaulting to `name`, this
-    algorithm's `defaults` for the shared flags (env="Pendulum-v1", hidden=256, ...), and the
-    per-model optimisation and gradient-intervention flags of `models` ({name: who})."""
-    base = model_flags(RLConfig, models, lr=opt(lr, "learning rate of every model"))
+    algorithm's `defaults` for the shared flags (env="Pendulum-v1", hidden=256, ...; a gradient
+    intervention's shared flag too, e.g. clip_norm=0.5), and the per-model optimisation and
+    gradient-intervention flags of `models` ({name: who})."""
+    interventions = {t.flag: t for t in transforms.TRANSFORMS if t.flag in defaults}
+    base = model_flags(RLConfig, models, lr=opt(lr, "learning rate of every model"), **{
+        flag: opt(defaults.pop(flag), t.help.format(whose="every model's "), getattr(t, "choices", None))
+        for flag, t in interventions.items()})
     shared = RLConfig.__dataclass_fields__
     fields = {key: opt(value, shared[key].metadata["help"], shared[key].metadata["choices"],
                        shared[key].metadata["auto"]) for key, value in dict(defaults, algo=name).items()}

@@ -80,15 +80,16 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
             self.check(self.env_backend == "mindspore", f"--num-seeds {self.num_seeds} trains the seeds in one compiled "
                                                         "call: it needs --env-backend mindspore")
             check_seed(self.seed + self.num_seeds - 1, "--seed + --num-seeds - 1")
-            # transforms that read all seeds' gradients at once would couple the seeds: one global norm, one
-            # veto of every seed's update for one seed's NaN, one loss scale (clip by value, noise: per element)
+            # transforms that read all seeds' gradients at once would couple the seeds: one veto of every
+            # seed's update for one seed's NaN, one loss scale (clip by value, noise: per element; clip by
+            # norm: each seed's own norm, loops/transforms.py)
             coupled = []
-            for flag in ("clip_norm", "skip_nonfinite", "loss_scale"):
+            for flag in ("skip_nonfinite", "loss_scale"):
                 models = [m for m in self.MODELS if settings(self, m)[flag] not in (0, False, "none", "", None)]
                 if models:
                     coupled.append(f"--{flag.replace('_', '-')} ({', '.join(models)})")
             self.check(not coupled, f"--num-seeds {self.num_seeds} does not take gradient transforms that see all seeds' "
-                                    f"gradients at once (one norm, one skip, one loss scale for all): drop "
+                                    f"gradients at once (one skip, one loss scale for all): drop "
                                     f"{', '.join(coupled)}")
         batch = self.num_envs * self.num_steps
         self.check(batch % self.num_minibatches == 0,
@@ -135,6 +136,8 @@ def log_prob_and_entropy(out, log_std, actions, discrete):
 
 
 class PPO(Agent):
+    seeds = 1  # agents side by side in one set of Parameters (rl/ppo_seeds.py: each Parameter's leading dimension)
+
     def __new__(cls, cfg, run):  # --env-backend mindspore: the whole iteration in the graph (rl/ppo_native.py)
         if cls is PPO and cfg.env_backend == "mindspore":
             from rl.ppo_native import NativePPO
@@ -145,8 +148,8 @@ class PPO(Agent):
     def __init__(self, cfg, run):
         super().__init__(cfg, run)
         n, obs_dim = self.n_actions, self.obs_dim
-        self.actor = Learner.from_config("actor", self.actor_net(), cfg)
-        self.critic = Learner.from_config("critic", self.critic_net(), cfg)
+        self.actor = Learner.from_config("actor", self.actor_net(), cfg, members=self.seeds)
+        self.critic = Learner.from_config("critic", self.critic_net(), cfg, members=self.seeds)
         self.policy = maybe_jit(self.make_policy())
         self.actor_step = self.actor.step(self.actor_objective(), has_aux=True, takes_lr=True)
         self.critic_step = self.critic.step(self.critic_objective(), takes_lr=True)

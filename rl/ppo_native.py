@@ -51,8 +51,7 @@ class Rows:
         return {name: rows[..., a:b] if vector else rows[..., a] for name, (a, b, vector) in self.slices.items()}
 
 
-class NativePPO(InGraphEnvironments, PPO):
-    seeds = 1  # agents side by side (rl/ppo_seeds.py): the environments' lanes and the rows are seed-major
+class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) the lanes and rows are seed-major
 
     def __init__(self, cfg, run):
         super().__init__(cfg, run)  # the gymnasium envs stay for the action space and the evaluation

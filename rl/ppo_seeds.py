@@ -6,8 +6,9 @@ matmul, seed k's rows meet only seed k's weights), and the rollout's environment
 lanes, seed-major, so rl/ppo_native.py's rollout, GAE and minibatch gathers run unchanged on all
 seeds at once. What keeps the seeds apart: each seed's minibatches hold its own rows only (its own
 permutation), its advantages are normalised over its own rows, and the loss is the SUM of the seeds'
-losses, so each seed's gradient is its own loss's; Adam works per element. Transforms that read all
-seeds' gradients at once (clip by norm, non-finite skipping, loss scaling) would couple them, so
+losses, so each seed's gradient is its own loss's; Adam works per element, and a clip by norm clips
+each seed's own norm (the Learners are built with members=K, loops/transforms.py). Transforms that
+read all seeds' gradients at once (non-finite skipping, loss scaling) would couple them, so
 --num-seeds refuses them (rl/ppo.py's Config). One group of K agents is one run: one config, one
 checkpoint, one resume; seed S = --seed + k also gets its own record, RUN/seed<S>/ (TensorBoard
 events with CleanRL's episode tags, and metrics.json: its deterministic policy's evaluation and its

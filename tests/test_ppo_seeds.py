@@ -36,9 +36,13 @@ def set_single_weights(agent, weights):
         p.set_data(Tensor(np.ascontiguousarray(w.T if p.ndim == 2 else w.reshape(p.shape))))
 
 
-@pytest.mark.parametrize("env_id, elapsed", [("CartPole-v1", [0, 0, 490, 495]), ("Pendulum-v1", [0, 190, 195, 199])])
-def test_seeds_in_one_call_are_independent_single_agents(graph_mode, tmp_path, env_id, elapsed):
-    group, run = tiny_agent(tmp_path / "group", "--env", env_id, "--env-backend", "mindspore", "--num-seeds", K, *ARGS)
+@pytest.mark.parametrize("env_id, elapsed, flags", [
+    ("CartPole-v1", [0, 0, 490, 495], []), ("Pendulum-v1", [0, 190, 195, 199], []),
+    # a clip by norm small enough to bind in every step: each seed's gradient is clipped by its own norm
+    ("CartPole-v1", [0, 0, 490, 495], ["--clip-norm", 0.002])])
+def test_seeds_in_one_call_are_independent_single_agents(graph_mode, tmp_path, env_id, elapsed, flags):
+    group, run = tiny_agent(tmp_path / "group", "--env", env_id, "--env-backend", "mindspore", "--num-seeds", K, *ARGS,
+                            *flags)
     assert type(group).__name__ == "SeedsPPO"
     if not group.discrete:  # distinct log stds: a seed reading another seed's would show
         group.actor.net.log_std.set_data(Tensor(np.array([[[-0.3]], [[0.2]]], np.float32)))
@@ -57,7 +61,8 @@ def test_seeds_in_one_call_are_independent_single_agents(graph_mode, tmp_path, e
     size = len(group.batches[0]) // K
     assert group.env_steps == K * N * T
     for k in range(K):
-        single, single_run = tiny_agent(tmp_path / f"single{k}", "--env", env_id, "--env-backend", "mindspore", *ARGS)
+        single, single_run = tiny_agent(tmp_path / f"single{k}", "--env", env_id, "--env-backend", "mindspore", *ARGS,
+                                        *flags)
         assert type(single).__name__ == "NativePPO"
         set_single_weights(single, start[k])
         if not single.discrete:

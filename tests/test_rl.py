@@ -179,9 +179,9 @@ def test_continuous_actions_train(tmp_path):
     (["--env-backend", "jax"], "invalid choice: 'jax'"),
     (["--algo", "sac", "--env-backend", "mindspore"], "unrecognized arguments: --env-backend mindspore"),
     (["--num-seeds", "2"], "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
-    (["--num-seeds", "2", "--env-backend", "mindspore", "--clip-norm-actor", "0.5", "--skip-nonfinite"],
-     "--num-seeds 2 does not take gradient transforms that see all seeds' gradients at once (one norm, one skip, "
-     "one loss scale for all): drop --clip-norm (actor), --skip-nonfinite (actor, critic)"),
+    (["--num-seeds", "2", "--env-backend", "mindspore", "--loss-scale-critic", "static", "--skip-nonfinite"],
+     "--num-seeds 2 does not take gradient transforms that see all seeds' gradients at once (one skip, "
+     "one loss scale for all): drop --skip-nonfinite (actor, critic), --loss-scale (critic)"),
     (["--num-seeds", "2", "--env-backend", "mindspore", "--seed", "4294967295"],
      "--seed + --num-seeds - 1 must be in [0, 4294967295], got 4294967296"),
     (["--num-seeds", "0", "--env-backend", "mindspore"], "--num-seeds must be > 0, got 0"),

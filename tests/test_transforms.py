@@ -38,6 +38,26 @@ def test_clip_by_global_norm_matches_numpy(graph_mode):
         np.testing.assert_allclose(o, g, rtol=1e-6)
 
 
+def test_clip_by_norm_of_a_model_of_members_clips_each_members_own_norm(graph_mode):
+    # two members side by side (leading dimension 2): member 0's norm ~6.6, member 1's a tenth of it
+    grads = (np.stack([GRADS[0], GRADS[0] / 10]), np.stack([GRADS[1], GRADS[1] / 10]))
+    norms = [np.sqrt(sum((g[k].astype(np.float64) ** 2).sum() for g in grads)) for k in range(2)]
+    limit = 1.0
+    assert norms[1] < limit < norms[0]  # only member 0 is clipped: one shared norm would scale both
+    t = T.from_flags([], "x.", members=2, clip_norm=limit).transforms[0]
+    out, _ = apply_jit(t, grads)
+    for o, g in zip(out, grads):
+        np.testing.assert_allclose(o[0], g[0] * limit / (norms[0] + 1e-6), rtol=1e-5)
+        np.testing.assert_allclose(o[1], g[1], rtol=1e-6)
+
+
+def test_transforms_that_see_all_gradients_at_once_refuse_a_model_of_members():
+    for flags in (dict(skip_nonfinite=True), dict(loss_scale="static")):
+        with pytest.raises(ValueError, match="would couple a model's 3 members"):
+            T.from_flags([], "x.", members=3, **flags)
+    T.from_flags([], "x.", members=3, clip_value=0.5, clip_norm=1.0)  # elementwise, or per member: allowed
+
+
 def test_grad_noise_adds_sigma_times_host_noise(graph_mode):
     params = [ms.Parameter(Tensor(g), name=f"p{i}") for i, g in enumerate(GRADS)]
     t = T.GradNoise(0.3, params)
