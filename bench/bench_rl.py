@@ -304,7 +304,7 @@ def torch_td3(iters, twin=True, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=
 
 
 def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2,
-              minibatches=1):
+              minibatches=1, max_grad_norm=0.5):
     import gymnasium as gym
     import torch
     from torch import nn
@@ -354,10 +354,12 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
             loss = -torch.min(ratio * mb_adv, ratio.clamp(1 - clip, 1 + clip) * mb_adv).mean()
             a_opt.zero_grad()
             loss.backward()
+            nn.utils.clip_grad_norm_(actor.parameters(), max_grad_norm)  # each model's own norm, as --clip-norm
             a_opt.step()
             v_loss = 0.5 * ((critic(x[idx]).view(-1) - ret[idx]) ** 2).mean()
             c_opt.zero_grad()
             v_loss.backward()
+            nn.utils.clip_grad_norm_(critic.parameters(), max_grad_norm)
             c_opt.step()
 
     total = timed(update, updates)

@@ -33,7 +33,7 @@ MODELS = {"actor": "the actor", "critic": "the critic"}
 
 @dataclass
 class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, total_steps=100_000, hidden=64,
-                              gamma=0.98, log_every=10)):
+                              gamma=0.98, log_every=10, clip_norm=0.5)):
     HELP_GROUPS = {"PPO": ("num_steps", "update_epochs", "num_minibatches", "gae_lambda", "clip_coef", "ent_coef",
                            "env_backend", "num_seeds")}
     num_steps: int = opt(32, "steps per environment in each rollout")
