@@ -434,8 +434,9 @@ def main():
     rows = ["| algorithm | implementation | env steps / s | ms per iteration | vs PyTorch | time in compiled calls |",
             "|---|---|---|---|---|---|"]
     constant = ["--no-anneal-lr"]  # constant rates, as the PyTorch side (SAC, TD3, DDPG: their default)
+    host = ["--env-backend", "gymnasium"]  # PPO's auto backend on CartPole is mindspore: these rows step gymnasium
     rows_wanted = {"ppo": ("PPO CartPole-v1 (1 iteration = 256 env steps + 20+20 updates)", args.ppo_updates,
-                           torch_ppo, constant),
+                           torch_ppo, constant + host),
                    "sac": ("SAC Pendulum-v1 (1 iteration = 1 env step + 1 critic, 1 actor, 1 alpha update)",
                            args.sac_iters, torch_sac, []),
                    # at the final epsilon 0.05 (reached by the end of the warm-up here): the steady state
@@ -452,7 +453,7 @@ def main():
     rows_wanted.update({
         "ppo-native": ("PPO CartPole-v1 (as above)", args.ppo_updates, torch_ppo, constant + native),
         "ppo-cleanrl": ("PPO CartPole-v1, CleanRL's sizes (1 iteration = 512 env steps + 16+16 updates)",
-                        args.ppo_updates, lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl),
+                        args.ppo_updates, lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl + host),
         "ppo-cleanrl-native": ("PPO CartPole-v1, CleanRL's sizes (as above)", args.ppo_updates,
                                lambda n: torch_ppo(n, 4, 128, epochs=4, minibatches=4), constant + cleanrl + native)})
     # DQN with the environments and replay in the graph (rl/dqn_native.py), 50 iterations per call: at the
@@ -471,7 +472,7 @@ def main():
         sps, ms_iter, inside = ours(algo.split("-")[0], n, extra + args.ours_extra.split())
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
-        how = "train_rl.py --env-backend mindspore" if "--env-backend" in extra else "train_rl.py"
+        how = "train_rl.py --env-backend mindspore" if "mindspore" in extra else "train_rl.py"
         rows.append(f"| {label} | {how} (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
         if ref_sps:
             rows.append(f"| | PyTorch eager, CleanRL-style ({torch_threads} threads) | {ref_sps:.0f} | {ref_ms:.2f} | 1.00x | |")

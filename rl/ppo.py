@@ -42,9 +42,10 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
     gae_lambda: float = opt(0.8, "GAE lambda")
     clip_coef: float = opt(0.2, "ratio clip epsilon")
     ent_coef: float = opt(0.0, "entropy bonus weight")
-    env_backend: str = opt("gymnasium", "where the environments run: gymnasium (host numpy, stepped from Python) or "
+    env_backend: str = opt("", "where the environments run: gymnasium (host numpy, stepped from Python) or "
                            "mindspore (rl/native_envs.py: rollout, GAE and updates in one compiled call)",
-                           ("gymnasium", "mindspore"))
+                           ("gymnasium", "mindspore"), auto="mindspore where rl/native_envs.py has the environment "
+                                                            "(CartPole, Acrobot, Pendulum, MountainCarContinuous), else gymnasium")
     num_seeds: int = opt(1, "independent agents (seeds --seed, --seed + 1, ...) trained side by side in one compiled "
                          "call with --env-backend mindspore (rl/ppo_seeds.py), each with its record in RUN/seed<S>/")
 
@@ -54,6 +55,10 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
         group's first seed names its seed folders."""
         fixed = RLConfig.FIXED_ON_RESUME + ("env_backend", "num_seeds")
         return fixed + ("seed",) if self.num_seeds > 1 else fixed
+
+    def canonical(self, config):
+        """A run saved before --env-backend existed ran on gymnasium (auto, "", is resolved before saving)."""
+        return super().canonical({**config, "env_backend": config.get("env_backend") or "gymnasium"})
 
     def iterations(self):  # one iteration: one rollout of num_steps x num_envs environment steps
         return self.total_steps // (self.num_envs * self.num_steps)
@@ -71,8 +76,10 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
         self.check_positive("num_steps", "update_epochs", "num_minibatches", "clip_coef")
         self.check(0 <= self.gae_lambda <= 1, f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
         self.check_non_negative("ent_coef")
+        from rl.native_envs import NATIVE_ENVS
+        if self.env_backend == "":  # auto: in the graph where it can be (both learn alike: docs/rl.md)
+            self.env_backend = "mindspore" if self.env in NATIVE_ENVS else "gymnasium"
         if self.env_backend == "mindspore":
-            from rl.native_envs import NATIVE_ENVS
             self.check(self.env in NATIVE_ENVS, f"--env-backend mindspore has no {self.env}; it has "
                                                 f"{', '.join(sorted(NATIVE_ENVS))} (or use --env-backend gymnasium)")
         self.check_positive("num_seeds")

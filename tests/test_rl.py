@@ -58,6 +58,8 @@ def tiny_agent(tmp_path, *args):
     from rl import ALGORITHMS, algorithm
     argv = [*map(str, args), "--run-dir", str(tmp_path / "run")]
     recipe = algorithm(choose_recipe(argv, "algo", ALGORITHMS, "ppo"))
+    if "--env-backend" not in argv and "env_backend" in recipe.Config.__dataclass_fields__:
+        argv += ["--env-backend", "gymnasium"]  # the host path unless a test asks for the graph (PPO's auto: mindspore)
     cfg = parse_config(recipe.Config, argv, "")
     run = Run(cfg, recipe=recipe.__name__)
     return recipe.AGENT(cfg, run), run
@@ -178,7 +180,10 @@ def test_continuous_actions_train(tmp_path):
      "Pendulum-v1 (or use --env-backend gymnasium)"),
     (["--env-backend", "jax"], "invalid choice: 'jax'"),
     (["--algo", "sac", "--env-backend", "mindspore"], "unrecognized arguments: --env-backend mindspore"),
-    (["--num-seeds", "2"], "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
+    (["--num-seeds", "2", "--env-backend", "gymnasium"],
+     "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
+    (["--num-seeds", "2", "--env", "MountainCar-v0"],  # auto picks gymnasium where no native version exists
+     "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
     (["--num-seeds", "2", "--env-backend", "mindspore", "--loss-scale-critic", "static", "--skip-nonfinite"],
      "--num-seeds 2 does not take gradient transforms that see all seeds' gradients at once (one skip, "
      "one loss scale for all): drop --skip-nonfinite (actor, critic), --loss-scale (critic)"),
@@ -291,7 +296,7 @@ def test_environment_state_round_trips_through_json(tmp_path):
 
 TINY_RUNS = {
     "ppo": ["--num-envs", 2, "--num-steps", 16, "--total-steps", 1280, "--update-epochs", 2, "--hidden", 16,
-            "--eval-episodes", 2, "--ckpt-every", 1, "--log-every", 5],
+            "--eval-episodes", 2, "--ckpt-every", 1, "--log-every", 5, "--env-backend", "gymnasium"],
     "sac": ["--algo", "sac", "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
             "--buffer-size", 200, "--eval-episodes", 1, "--ckpt-every", 5, "--log-every", 20],  # 240 iterations
     "td3": ["--algo", "td3", "--total-steps", 260, "--learning-starts", 20, "--hidden", 16, "--batch-size", 16,
@@ -308,6 +313,22 @@ TINY_RUNS["dqn-native"] = TINY_RUNS["dqn"] + ["--env-backend", "mindspore", "--s
 def latest_step(run):
     paths = list_checkpoints(run)
     return int(os.path.basename(paths[-1])[5:13]) if paths else -1
+
+
+def test_the_backend_is_auto_and_a_run_resumes_only_on_its_own(tmp_path):
+    """--env-backend left out: mindspore where a native environment exists, else gymnasium (config.json
+    holds the choice); a run started on gymnasium, resumed without the flag, is refused with the words
+    that continue it."""
+    native, host = tmp_path / "native", tmp_path / "host"
+    tiny = ["--num-envs", 2, "--num-steps", 8, "--update-epochs", 1, "--hidden", 8, "--eval-episodes", 1, "--steps", 1]
+    run_script("train_rl.py", "--run-dir", native, *tiny)
+    assert json.loads((native / "config.json").read_text())["env_backend"] == "mindspore"
+    assert "env_carry" in checkpoint_arrays(native / "checkpoints" / "step_00000001.ckpt")
+    run_script("train_rl.py", "--run-dir", host, *tiny, "--env-backend", "gymnasium")
+    proc = run_script("train_rl.py", "--run-dir", host, *tiny[:-1], 2, "--resume", check=False)
+    assert proc.returncode == 2 and ("env_backend: 'gymnasium' -> 'mindspore' cannot change on resume" in proc.stderr
+                                     and proc.stderr.rstrip().endswith("resume with --env-backend gymnasium")), proc.stderr
+    run_script("train_rl.py", "--run-dir", host, *tiny[:-1], 2, "--resume", "--env-backend", "gymnasium")
 
 
 def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
