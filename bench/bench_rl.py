@@ -472,7 +472,8 @@ def main():
         sps, ms_iter, inside = ours(algo.split("-")[0], n, extra + args.ours_extra.split())
         ref_sps, ref_ms = ref(n) if torch else (None, None)
         ratio = f"{sps / ref_sps:.2f}x" if ref_sps else ""
-        how = "train_rl.py --env-backend mindspore" if "mindspore" in extra else "train_rl.py"
+        backend = extra[extra.index("--env-backend") + 1] if "--env-backend" in extra else ""
+        how = f"train_rl.py --env-backend {backend}" if backend else "train_rl.py"
         rows.append(f"| {label} | {how} (MindSpore, graph mode) | {sps:.0f} | {ms_iter:.2f} | {ratio} | {inside:.0%} |")
         if ref_sps:
             rows.append(f"| | PyTorch eager, CleanRL-style ({torch_threads} threads) | {ref_sps:.0f} | {ref_ms:.2f} | 1.00x | |")

@@ -163,6 +163,9 @@ MUTATIONS = {
     "ppo_advantage_sign": (
         [("rl/ppo.py", "inputs = (obs, actions, logprobs, adv)", "inputs = (obs, actions, logprobs, -adv)")],
         ["tests/test_rl.py::test_ppo_learns_cartpole_far_above_a_random_policy"], "PPO ascends the wrong way"),
+    "clip_norm_shared_by_members": (
+        [("loops/transforms.py", "        if self.members == 1:", "        if True:")],
+        ["tests/test_transforms.py", "tests/test_ppo_seeds.py"], "--num-seeds clips all seeds by one shared norm"),
     "sac_actor_minimises_q": (
         [("rl/sac.py", "return ops.mean(alpha() * logp - ops.minimum(q1, q2)), -ops.mean(logp)",
           "return ops.mean(alpha() * logp + ops.minimum(q1, q2)), -ops.mean(logp)")],

@@ -109,9 +109,10 @@ def test_each_update_moves_only_its_own_model(graph_mode, tmp_path):
 
 
 @pytest.mark.slow
-def test_ppo_learns_cartpole_far_above_a_random_policy(tmp_path):
+@pytest.mark.parametrize("backend", ["gymnasium", "mindspore"])  # the host loop, and the default (in the graph)
+def test_ppo_learns_cartpole_far_above_a_random_policy(tmp_path, backend):
     run = tmp_path / "ppo"
-    run_script("train_rl.py", "--run-dir", run, "--total-steps", 20000, "--log-every", 5)
+    run_script("train_rl.py", "--run-dir", run, "--total-steps", 20000, "--log-every", 5, "--env-backend", backend)
     m = json.loads((run / "metrics.json").read_text())
     # a random policy averages ~22 on CartPole-v1; 20k steps of PPO gave 309 here (seed 0)
     assert m["eval_return_mean"] > 100 and m["train_return_last20"] > 60, m
