@@ -96,7 +96,10 @@ def check_resume_config(cfg, meta, recipe=""):
     fixed = [k for k in differ if k in cfg.FIXED_ON_RESUME]
     if fixed:  # --force cannot help: the saved state does not fit another value
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in fixed)
-        as_started = " ".join(w for k in fixed if (w := flag_words(k, saved[k], fields[k].default)))
+        # without --force the other differences would stop the next try: name their words too
+        hint = differ if not cfg.force else fixed
+        as_started = " ".join(w for k in hint if k in saved
+                              and (w := cfg.resume_words(k, saved) or flag_words(k, saved[k], fields[k].default)))
         raise UserError(f"--resume: {detail} cannot change on resume (the checkpoint's state is shaped by it), "
                         f"not even with --force" + (f"; resume with {as_started}" if as_started else ""))
     if differ and not cfg.force:

@@ -330,6 +330,14 @@ def test_the_backend_is_auto_and_a_run_resumes_only_on_its_own(tmp_path):
     assert proc.returncode == 2 and ("env_backend: 'gymnasium' -> 'mindspore' cannot change on resume" in proc.stderr
                                      and proc.stderr.rstrip().endswith("resume with --env-backend gymnasium")), proc.stderr
     run_script("train_rl.py", "--run-dir", host, *tiny[:-1], 2, "--resume", "--env-backend", "gymnasium")
+    # a run that differs in more than the backend (e.g. started before --clip-norm 0.5 was PPO's default):
+    # the refusal names every flag that continues it, not only the backend, so one more try is enough
+    old = tmp_path / "old"
+    run_script("train_rl.py", "--run-dir", old, *tiny, "--env-backend", "gymnasium", "--clip-norm", 0)
+    proc = run_script("train_rl.py", "--run-dir", old, *tiny[:-1], 2, "--resume", check=False)
+    assert proc.returncode == 2 and proc.stderr.rstrip().endswith(
+        "resume with --clip-norm 0.0 --env-backend gymnasium"), proc.stderr
+    run_script("train_rl.py", "--run-dir", old, *tiny[:-1], 2, "--resume", "--clip-norm", 0, "--env-backend", "gymnasium")
 
 
 def test_ppo_resume_after_sigkill_is_bit_identical(tmp_path):
