@@ -3,7 +3,7 @@ until the mean return of the last 20 finished training episodes first reaches 47
 on both environment backends and for CleanRL's ppo.py in PyTorch (bench/torch_ppo_cleanrl.py), the
 same seeds, one process at a time, side by side in this run.
 
-    PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py [--seeds 3] [--record]
+    PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py [--seeds 3] [--record] [--extra "FLAGS"]
     PYTHONPATH=<torch site-packages> python bench/bench_rl_solve.py --num-seeds 10 [--record]
 
 train_rl.py runs to its end with `--log-every 1` (the mean of the last 20 episodes logged after every
@@ -123,6 +123,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--num-seeds", type=int, default=0, help="time one process training this many seeds instead")
     parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
+    parser.add_argument("--extra", default="", help="one more train_rl.py row with these flags, e.g. "
+                                                   "\"--num-envs 32 --num-steps 8\"")
     args = parser.parse_args()
     if args.num_seeds:
         return group_main(args.num_seeds, args.record)
@@ -133,6 +135,8 @@ def main():
         have_torch = False
     rows = {"train_rl.py (PPO defaults, --env-backend gymnasium)": lambda s: solve_ours(s, ["--env-backend", "gymnasium"]),
             "train_rl.py (PPO defaults, --env-backend mindspore)": lambda s: solve_ours(s, ["--env-backend", "mindspore"])}
+    if args.extra:
+        rows[f"train_rl.py {args.extra}"] = lambda s: solve_ours(s, args.extra.split())
     if have_torch:
         rows["CleanRL ppo.py in PyTorch (its CartPole defaults)"] = solve_torch
     results = {name: [] for name in rows}
