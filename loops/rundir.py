@@ -94,19 +94,18 @@ def check_resume_config(cfg, meta, recipe=""):
     saved, now = cfg.canonical(saved), cfg.canonical(cfg.model_dict())
     differ = sorted(k for k in now if saved.get(k) != now.get(k))
     fixed = [k for k in differ if k in cfg.FIXED_ON_RESUME]
+
+    def words(keys):  # the flags that give `keys` their saved values (a default changed since: these continue it)
+        return " ".join(w for k in keys if (w := cfg.resume_words(k, saved) or flag_words(k, saved[k], fields[k].default)))
     if fixed:  # --force cannot help: the saved state does not fit another value
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in fixed)
         # without --force the other differences would stop the next try: name their words too
-        hint = differ if not cfg.force else fixed
-        as_started = " ".join(w for k in hint if k in saved
-                              and (w := cfg.resume_words(k, saved) or flag_words(k, saved[k], fields[k].default)))
+        as_started = words(fixed if cfg.force else differ)
         raise UserError(f"--resume: {detail} cannot change on resume (the checkpoint's state is shaped by it), "
                         f"not even with --force" + (f"; resume with {as_started}" if as_started else ""))
     if differ and not cfg.force:
         detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in differ[:4])
-        # e.g. a default that changed since the run started: these flags continue it as it was
-        as_started = " ".join(w for k in differ if k in saved
-                              and (w := cfg.resume_words(k, saved) or flag_words(k, saved[k], fields[k].default)))
+        as_started = words(differ)
         raise UserError(f"--resume with a different config ({detail}); pass --force to accept"
                         + (f", or resume it as it started with: {as_started}" if as_started else ""))
 
