@@ -63,18 +63,19 @@ class NativeEnv:
 
     def step(self, carry, action, noise):
         d = self.state_dim
-        states, elapsed, returns = carry[:, :d], carry[:, d], carry[:, d + 1]
+        states, tail = carry[:, :d], carry[:, d:]  # tail: (elapsed, return so far)
         states, reward, terminated = self.dynamics(states, action)
-        elapsed, returns = elapsed + 1, returns + reward
+        tail = tail + ops.stack([ops.ones_like(reward), reward], 1)  # elapsed + 1, return + reward
+        elapsed = tail[:, 0]
         truncated = elapsed >= self.max_steps
         done = ops.logical_or(terminated, truncated)
-        next_states = ops.where(done.reshape(-1, 1), noise.astype(self.dtype), states)
-        out = {"obs": self.observe(next_states), "reward": reward, "terminated": terminated, "truncated": truncated,
-               "final_obs": self.observe(states), "episode_return": returns,
+        out = {"obs": None, "reward": reward, "terminated": terminated, "truncated": truncated,
+               "final_obs": self.observe(states), "episode_return": tail[:, 1],
                "episode_length": elapsed.astype(ms.int32)}
-        zero = ops.zeros_like(returns)
-        carry = ops.concat([next_states, ops.where(done, zero, elapsed).reshape(-1, 1),
-                            ops.where(done, zero, returns).reshape(-1, 1)], 1)
+        # an environment that ended starts its next episode from the noise, with elapsed and return 0
+        fresh = ops.concat([noise.astype(self.dtype), ops.zeros_like(tail)], 1)
+        carry = ops.where(done.reshape(-1, 1), fresh, ops.concat([states, tail], 1))
+        out["obs"] = self.observe(carry[:, :d])
         return carry, out
 
     def observe(self, states):
@@ -86,14 +87,15 @@ class NativeEnv:
 
 
 def _split(states):
-    return [states[:, i] for i in range(states.shape[1])]
+    """The state's columns: one Unstack kernel (a slice per column costs a kernel launch each)."""
+    return list(ops.unstack(states, 1))
 
 
-def _cartpole_constants(gravity=9.8, masscart=1.0, masspole=0.1, length=0.5, tau=0.02):
+def _cartpole_constants(gravity=9.8, masscart=1.0, masspole=0.1, length=0.5, tau=0.02, force_mag=10.0):
     total_mass = masspole + masscart
     return dict(gravity=gravity, masspole=masspole, length=length, tau=tau, total_mass=total_mass,
                 polemass_length=masspole * length, four_thirds=4.0 / 3.0, x_limit=2.4,
-                theta_limit=12 * 2 * math.pi / 360)
+                theta_limit=12 * 2 * math.pi / 360, forces=[-force_mag, force_mag])
 
 
 class CartPole(NativeEnv):
@@ -102,23 +104,22 @@ class CartPole(NativeEnv):
     state_dim = obs_dim = 4
     max_steps, actions = 500, 2
     reset_low, reset_high = -0.05, 0.05
-    force_mag = 10.0
     CONSTANTS = _cartpole_constants()
 
     def dynamics(self, states, action):
         k = self.k
         x, x_dot, theta, theta_dot = _split(states)
-        force = ops.where(action == 1, ops.full_like(x, self.force_mag), ops.full_like(x, -self.force_mag))
+        force = ops.gather(k["forces"], action, 0)  # action 0 pushes left, 1 right
         cos, sin = ops.cos(theta), ops.sin(theta)
         temp = (force + k["polemass_length"] * theta_dot * theta_dot * sin) / k["total_mass"]
         theta_acc = (k["gravity"] * sin - cos * temp) / (
             k["length"] * (k["four_thirds"] - k["masspole"] * cos * cos / k["total_mass"]))
         x_acc = temp - k["polemass_length"] * theta_acc * cos / k["total_mass"]
-        x, x_dot = x + k["tau"] * x_dot, x_dot + k["tau"] * x_acc
-        theta, theta_dot = theta + k["tau"] * theta_dot, theta_dot + k["tau"] * theta_acc
-        terminated = ((x < -k["x_limit"]) | (x > k["x_limit"]) | (theta < -k["theta_limit"])
-                      | (theta > k["theta_limit"]))
-        return ops.stack([x, x_dot, theta, theta_dot], 1), ops.ones_like(x), terminated
+        # Euler: x + tau x_dot, x_dot + tau x_acc, theta + tau theta_dot, theta_dot + tau theta_acc (one kernel each)
+        states = states + k["tau"] * ops.stack([x_dot, x_acc, theta_dot, theta_acc], 1)
+        x, theta = states[:, 0], states[:, 2]
+        terminated = (ops.abs(x) > k["x_limit"]) | (ops.abs(theta) > k["theta_limit"])
+        return states, ops.ones_like(x), terminated
 
 
 def _acrobot_constants(dt=0.2, m1=1.0, m2=1.0, l1=1.0, lc1=0.5, lc2=0.5, moi=1.0, g=9.8):

@@ -4,9 +4,9 @@ GAE and every epoch and minibatch update of actor and critic, is ONE compiled ca
 The rollout is a driver phase like the actor's and the critic's, so the driver's fuse mode puts all
 three in one graph: rl/native_envs.py steps the N environments in a graph-mode while loop, each
 step's row (observation, action, log-probability, value, reward, done, finished episode's return and
-length) is written in place into a non-trainable Parameter, GAE runs backwards over it in a second
-loop, and the actor and critic steps (each its own Learner, value_and_grad and optimizer, as on the
-host path) gather their minibatches from them by index. The host draws every random number (action
+length) is written in place into a non-trainable Parameter, GAE is computed from it in closed form
+(a handful of (T, T, N) kernels, not a loop), and the actor and critic steps (each its own Learner,
+value_and_grad and optimizer, as on the host path) gather their minibatches from them by index. The host draws every random number (action
 noise, reset states, minibatch permutations) from the run's generator and passes them in, so the
 generator and the environments' carry (a Parameter, saved in every checkpoint) decide a run and
 `--resume` continues it bit for bit. Finished episodes are read back from the rollout Parameters
@@ -74,6 +74,10 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
         actor, critic, discrete, T, K = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps, self.seeds
         gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
         low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
+        steps = np.arange(T)
+        # (gamma lam)^(l - t) for l >= t, else 0: (T, T, 1), computed in float64
+        discount = Tensor(np.where(steps[None] >= steps[:, None], (gamma * lam) ** np.maximum(
+            steps[None] - steps[:, None], 0), 0.0)[:, :, None].astype(np.float32))
 
         def one_step(t, carry, action_noise, reset_noise):
             obs = env.observe(carry[:, :d])
@@ -111,19 +115,19 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
                 t = t + 1
             carry = ops.depend(carry, ops.assign(carry_param, carry))
             next_value = critic(env.observe(carry[:, :d])).reshape(-1)
-            # GAE backwards: A_t = delta_t + gamma lam (1 - done_t) A_{t+1} (rl/storage.py's gae)
             stored = rows.param
-            last = ops.zeros_like(next_value)
-            t = Tensor(T - 1, ms.int32)
-            while t >= 0:
-                now = stored[t]
-                value = rows.column(now, "values")
-                following = ops.where(t == T - 1, next_value, rows.column(stored[ops.minimum(t + 1, T - 1)], "values"))
-                nonterminal = 1.0 - rows.column(now, "dones")
-                delta = rows.column(now, "rewards") + gamma * following * nonterminal - value
-                last = delta + gamma * lam * nonterminal * last
-                ops.scatter_update(targets.param, t.reshape(1), ops.stack([last, last + value], 1).reshape(1, -1, 2))
-                t = t - 1
+            values, dones = rows.column(stored, "values"), rows.column(stored, "dones")
+            following = ops.concat([values[1:], next_value.reshape(1, -1)], 0)  # V(s_{t+1})
+            nonterminal = 1.0 - dones
+            delta = rows.column(stored, "rewards") + gamma * following * nonterminal - values
+            # GAE's backward recursion A_t = delta_t + gamma lam (1 - done_t) A_{t+1} (rl/storage.py's gae),
+            # unrolled: A_t = sum over l >= t of (gamma lam)^(l - t) delta_l while no episode ends in
+            # [t, l - 1]. Episodes are told apart by the number of dones before each step; a few (T, T, N)
+            # kernels instead of ~25 per step of a T-step loop (kernel launches are what an iteration costs).
+            ended_before = ops.cumsum(dones, 0) - dones
+            same_episode = (ended_before.reshape(1, T, -1) == ended_before.reshape(T, 1, -1)).astype(ms.float32)
+            advantages = ops.sum(discount * same_episode * delta.reshape(1, T, -1), 1)
+            ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
             return (ops.mean(rows.column(stored, "rewards")),)
         return rollout
 
