@@ -166,6 +166,9 @@ MUTATIONS = {
     "clip_norm_shared_by_members": (
         [("loops/transforms.py", "        if self.members == 1:", "        if True:")],
         ["tests/test_transforms.py", "tests/test_ppo_seeds.py"], "--num-seeds clips all seeds by one shared norm"),
+    "native_gae_crosses_episodes": (
+        [("rl/ppo_native.py", "    ended_before = ops.cumsum(dones, 0) - dones", "    ended_before = ops.cumsum(dones, 0)")],
+        ["tests/test_ppo_native.py"], "the in-graph GAE counts a step's own done as before it"),
     "sac_actor_minimises_q": (
         [("rl/sac.py", "return ops.mean(alpha() * logp - ops.minimum(q1, q2)), -ops.mean(logp)",
           "return ops.mean(alpha() * logp + ops.minimum(q1, q2)), -ops.mean(logp)")],

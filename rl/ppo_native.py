@@ -27,6 +27,27 @@ from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
 
 
+def gae_discounts(steps, gamma_lam):
+    """(steps, steps, 1) float32 Tensor: (gamma lam)^(l - t) at [t, l] for l >= t, else 0 (computed in float64)."""
+    t = np.arange(steps)
+    lag = t[None] - t[:, None]
+    return Tensor(np.where(lag >= 0, gamma_lam ** np.maximum(lag, 0), 0.0)[:, :, None].astype(np.float32))
+
+
+def gae_in_closed_form(rewards, values, dones, next_value, gamma, discounts):
+    """rl/storage.py's gae (advantages only), (T, N) Tensors, without its backward loop: the recursion
+    A_t = delta_t + gamma lam (1 - done_t) A_{t+1} unrolled is A_t = the sum over l >= t of
+    (gamma lam)^(l - t) delta_l while no episode ends in [t, l - 1]. Episodes are told apart by the
+    number of dones before each step. A few (T, T, N) kernels where the loop costs ~25 a step, and
+    kernel launches are what an iteration costs on CPU. `discounts`: gae_discounts(T, gamma * lam)."""
+    T = rewards.shape[0]
+    following = ops.concat([values[1:], next_value.reshape(1, -1)], 0)  # V(s_{t+1})
+    delta = rewards + gamma * following * (1.0 - dones) - values
+    ended_before = ops.cumsum(dones, 0) - dones
+    same_episode = (ended_before.reshape(1, T, -1) == ended_before.reshape(T, 1, -1)).astype(delta.dtype)
+    return ops.sum(discounts * same_episode * delta.reshape(1, T, -1), 1)
+
+
 class Rows:
     """The rollout's rows, (T, N, width) in ONE non-trainable Parameter written one step at a time (one
     scatter per step, one read on the host), in named columns: a column of shape () is one number per
@@ -74,10 +95,7 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
         actor, critic, discrete, T, K = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps, self.seeds
         gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
         low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
-        steps = np.arange(T)
-        # (gamma lam)^(l - t) for l >= t, else 0: (T, T, 1), computed in float64
-        discount = Tensor(np.where(steps[None] >= steps[:, None], (gamma * lam) ** np.maximum(
-            steps[None] - steps[:, None], 0), 0.0)[:, :, None].astype(np.float32))
+        discount = gae_discounts(T, gamma * lam)
 
         def one_step(t, carry, action_noise, reset_noise):
             obs = env.observe(carry[:, :d])
@@ -116,19 +134,12 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
             carry = ops.depend(carry, ops.assign(carry_param, carry))
             next_value = critic(env.observe(carry[:, :d])).reshape(-1)
             stored = rows.param
-            values, dones = rows.column(stored, "values"), rows.column(stored, "dones")
-            following = ops.concat([values[1:], next_value.reshape(1, -1)], 0)  # V(s_{t+1})
-            nonterminal = 1.0 - dones
-            delta = rows.column(stored, "rewards") + gamma * following * nonterminal - values
-            # GAE's backward recursion A_t = delta_t + gamma lam (1 - done_t) A_{t+1} (rl/storage.py's gae),
-            # unrolled: A_t = sum over l >= t of (gamma lam)^(l - t) delta_l while no episode ends in
-            # [t, l - 1]. Episodes are told apart by the number of dones before each step; a few (T, T, N)
-            # kernels instead of ~25 per step of a T-step loop (kernel launches are what an iteration costs).
-            ended_before = ops.cumsum(dones, 0) - dones
-            same_episode = (ended_before.reshape(1, T, -1) == ended_before.reshape(T, 1, -1)).astype(ms.float32)
-            advantages = ops.sum(discount * same_episode * delta.reshape(1, T, -1), 1)
-            ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
-            return (ops.mean(rows.column(stored, "rewards")),)
+            values = rows.column(stored, "values")
+            advantages = gae_in_closed_form(rows.column(stored, "rewards"), values, rows.column(stored, "dones"),
+                                            next_value, gamma, discount)
+            written = ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
+            # depend: the write is part of the output, so it is neither pruned nor ordered after the updates
+            return (ops.depend(ops.mean(rows.column(stored, "rewards")), written),)
         return rollout
 
     def gather(self, name, idx):

@@ -7,6 +7,7 @@ from mindspore import Tensor
 
 from loops.driver import MultiStep, host_tensor
 from rl.native_envs import NATIVE_ENVS
+from rl.ppo_native import gae_discounts, gae_in_closed_form
 from rl.storage import gae
 from test_rl import tiny_agent
 
@@ -89,3 +90,19 @@ def test_one_call_iteration_equals_the_host_path_on_the_same_rollout(graph_mode,
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     run.close()
     host_run.close()
+
+
+@pytest.mark.parametrize("done_rate", [0.0, 0.3, 1.0])
+def test_gae_in_closed_form_equals_the_backward_recursion(done_rate):
+    """The in-graph GAE (no loop) against rl/storage.py's recursion, with episodes ending anywhere: several
+    per environment, at the first and the last step, none, or every step."""
+    rng = np.random.default_rng(0)
+    T, N, gamma, lam = 16, 6, 0.9, 0.7
+    rewards, values = rng.normal(size=(T, N)).astype(np.float32), rng.normal(size=(T, N)).astype(np.float32)
+    dones = (rng.random((T, N)) < done_rate).astype(np.float32)
+    dones[0, 0] = dones[-1, 1] = 1.0 if done_rate else 0.0
+    next_value = rng.normal(size=N).astype(np.float32)
+    expected, _ = gae(rewards, values, dones, next_value, gamma, lam)
+    got = gae_in_closed_form(Tensor(rewards), Tensor(values), Tensor(dones), Tensor(next_value), gamma,
+                             gae_discounts(T, gamma * lam)).asnumpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
