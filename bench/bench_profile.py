@@ -1,6 +1,6 @@
-"""Where the time of one GAN iteration goes, kernel by kernel: MindSpore's profiler vs PyTorch's.
+"""Where the time of one GAN (or PPO) iteration goes, kernel by kernel: MindSpore's profiler vs PyTorch's.
 
-    python bench/bench_profile.py [--model ring8|dcgan|pix2pix|cyclegan] [--iters 300] [--record]
+    python bench/bench_profile.py [--model ring8|dcgan|pix2pix|cyclegan|ppo] [--iters 300] [--record]
 
 The iteration of bench/bench_gan.py (D step, G step, EMA; Adam), MindSpore in the multi-step
 engine (K=10) and the PyTorch eager twin, each in its own process, each timed first without a
@@ -11,7 +11,10 @@ was removed, the question left is whether the gap to PyTorch is in kernels we la
 (ours to fix) or in kernels both frameworks run equally often but MindSpore runs slower (its own).
 pix2pix and CycleGAN: train_translate.py's own driver iteration at its defaults (one compiled call
 per model and phase) against bench/bench_translate.py's PyTorch twins; normalisation kernels are a
-kind of their own there.
+kind of their own there. ppo: train_rl.py's PPO at its defaults on the in-graph CartPole (one compiled
+call per iteration: rollout, GAE and 20 epochs of actor and critic updates) against bench/bench_rl.py's
+CleanRL-style PyTorch twin (gymnasium's CartPole on the host, whose Python time is in its wall time
+but not in its kernels). Wall time minus kernel time, over the kernels, is the runtime's cost per kernel.
 """
 import argparse
 import csv
@@ -58,6 +61,24 @@ def summarise(per_op, iters):
     return kinds, [(op, calls / iters, ms / iters) for op, (calls, ms) in top]
 
 
+def ppo_iteration():
+    """train_rl.py's PPO at its defaults on the in-graph CartPole: one fused call per iteration (rollout,
+    GAE, 20 epochs of actor and critic updates), as a function of nothing (the step counts on)."""
+    from loops.config import parse_config
+    from loops.driver import MultiStep
+    from loops.run import Run
+    from rl import algorithm
+    recipe = algorithm("ppo")
+    cfg = parse_config(recipe.Config, ["--run-dir", tempfile.mkdtemp(), "--env-backend", "mindspore"], "")
+    agent = recipe.AGENT(cfg, Run(cfg, recipe=recipe.__name__))
+    engine, step = MultiStep(agent.phases(), 1), [0]
+
+    def call():
+        engine.run(step[0])
+        step[0] += 1
+    return call
+
+
 def mindspore_child(model, iters):
     import mindspore as ms
     from mindspore.profiler import Profiler, ProfilerActivity
@@ -66,7 +87,9 @@ def mindspore_child(model, iters):
     if model == "ring8":
         bench_gan.lift_isa_cap()  # as train_gan.py does for MLP runs
     ms.set_context(mode=ms.GRAPH_MODE)
-    if model in TRANSLATION:
+    if model == "ppo":
+        call, per_call = ppo_iteration(), 1
+    elif model in TRANSLATION:
         from bench import bench_translate
         call, per_call = bench_translate.our_iteration(model)[0], 1
     else:
@@ -99,8 +122,16 @@ def torch_child(model, iters):
         print("RESULT null")
         return
     from bench import bench_gan, bench_translate
-    iteration = (getattr(bench_translate, f"torch_{model}_iteration")() if model in TRANSLATION
-                 else bench_gan.torch_iteration(model))
+    if model == "ppo":
+        from bench import bench_rl
+        update, step = bench_rl.torch_ppo_iteration(), [0]
+
+        def iteration():
+            update(step[0])
+            step[0] += 1
+    else:
+        iteration = (getattr(bench_translate, f"torch_{model}_iteration")() if model in TRANSLATION
+                     else bench_gan.torch_iteration(model))
     for _ in range(iters):
         iteration()
     t0 = time.perf_counter()
@@ -128,14 +159,15 @@ def run_child(framework, model, iters):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="ring8", choices=("ring8", "dcgan") + TRANSLATION)
+    parser.add_argument("--model", default="ring8", choices=("ring8", "dcgan", "ppo") + TRANSLATION)
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--child", choices=("mindspore", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return (mindspore_child if args.child == "mindspore" else torch_child)(args.model, args.iters)
-    ours = "MindSpore (graph, one call per phase)" if args.model in TRANSLATION else "MindSpore (graph, K=10)"
+    ours = ("MindSpore (graph, one call per phase)" if args.model in TRANSLATION else
+            "MindSpore (graph, one call per iteration)" if args.model == "ppo" else "MindSpore (graph, K=10)")
     results = {ours: run_child("mindspore", args.model, args.iters),
                "PyTorch eager": run_child("torch", args.model, args.iters)}
     results = {k: v for k, v in results.items() if v}
@@ -152,7 +184,7 @@ def main():
     rows.append("| wall time per iteration, unprofiled | " + " | ".join(f"| {results[n]['wall_ms']:.2f}" for n in names) + " |")
     top = ["", "Largest ops per iteration (calls, ms):"] + [
         f"- {n}: " + "; ".join(f"{op} {c:.0f}x {t:.3f}" for op, c, t in summaries[n][1]) for n in names]
-    record.publish(f"One GAN iteration kernel by kernel ({args.model})", "\n".join(rows + top), args.record)
+    record.publish(f"One {'PPO' if args.model == 'ppo' else 'GAN'} iteration kernel by kernel ({args.model})", "\n".join(rows + top), args.record)
 
 
 if __name__ == "__main__":

@@ -303,8 +303,16 @@ def torch_td3(iters, twin=True, hidden=256, batch=256, lr=1e-3, gamma=0.99, tau=
     return iters / total, total / iters * 1e3
 
 
-def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2,
-              minibatches=1, max_grad_norm=0.5):
+def torch_ppo(updates, num_envs=8, num_steps=32, **kwargs):
+    """(env steps per second, ms per iteration) of the PyTorch twin's PPO iterations."""
+    total = timed(torch_ppo_iteration(num_envs, num_steps, **kwargs), updates)
+    return updates * num_steps * num_envs / total, total / updates * 1e3
+
+
+def torch_ppo_iteration(num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, gamma=0.98, lam=0.8, clip=0.2,
+                        minibatches=1, max_grad_norm=0.5):
+    """One CleanRL-style PPO iteration in PyTorch on gymnasium's CartPole-v1 (rollout, GAE, updates), as
+    a function of the step index."""
     import gymnasium as gym
     import torch
     from torch import nn
@@ -361,9 +369,7 @@ def torch_ppo(updates, num_envs=8, num_steps=32, hidden=64, epochs=20, lr=1e-3, 
             v_loss.backward()
             nn.utils.clip_grad_norm_(critic.parameters(), max_grad_norm)
             c_opt.step()
-
-    total = timed(update, updates)
-    return updates * T * num_envs / total, total / updates * 1e3
+    return update
 
 
 def torch_dqn_vector(iters, hidden, batch, lr, gamma, train_frequency, target_frequency, learning_starts, epsilon,

@@ -34,6 +34,20 @@ from loops import child_env  # noqa: E402
 TARGET = 475.0
 
 
+def ours_env():
+    """child_env() for a train_rl.py process, without the PYTHONPATH entries that hold torch: the project's
+    own environment, as a user runs it. With torch importable, tensorboardX imports it (~1 s of start-up
+    on this machine, measured 2026-12-07: 2.8 s vs 1.45 s to import mindspore, gymnasium and tensorboardX),
+    which timed our runs late by that much before 2026-12-07 night."""
+    env = child_env()
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and not os.path.isdir(os.path.join(p, "torch"))]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
 def first_solved(run_dir, start):
     """Seconds from `start` to the first logged last-20 mean >= 475 in run_dir's TensorBoard events (the
     moment the iteration's logging wrote it, which is when a user could see it), or None."""
@@ -51,7 +65,7 @@ def solve_ours(seed, extra):
         argv = [sys.executable, "train_rl.py", "--seed", str(seed), "--run-dir", run_dir, "--log-every", "1",
                 "--eval-episodes", "1", "--no-progress", *extra]
         start = time.time()
-        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, env=child_env())
+        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, env=ours_env())
         took = time.time() - start
         solved = first_solved(run_dir, start)
         return (solved, True) if solved is not None else (took, False)
@@ -76,7 +90,7 @@ def solve_group(seeds):
         start = time.time()
         subprocess.run([sys.executable, "train_rl.py", "--env-backend", "mindspore", "--num-seeds", str(seeds),
                         "--run-dir", run_dir, "--log-every", "1", "--no-progress"], cwd=ROOT, check=True,
-                       capture_output=True, env=child_env())
+                       capture_output=True, env=ours_env())
         took = time.time() - start
         solved_at = [t for t in (first_solved(os.path.join(run_dir, f"seed{seed}"), start) for seed in range(seeds))
                      if t is not None]
