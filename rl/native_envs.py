@@ -115,7 +115,8 @@ class CartPole(NativeEnv):
         theta_acc = (k["gravity"] * sin - cos * temp) / (
             k["length"] * (k["four_thirds"] - k["masspole"] * cos * cos / k["total_mass"]))
         x_acc = temp - k["polemass_length"] * theta_acc * cos / k["total_mass"]
-        # Euler: x + tau x_dot, x_dot + tau x_acc, theta + tau theta_dot, theta_dot + tau theta_acc (one kernel each)
+        # Euler: x + tau x_dot, x_dot + tau x_acc, theta + tau theta_dot, theta_dot + tau theta_acc, as one
+        # multiply and one add over the stacked columns (the same arithmetic per element)
         states = states + k["tau"] * ops.stack([x_dot, x_acc, theta_dot, theta_acc], 1)
         x, theta = states[:, 0], states[:, 2]
         terminated = (ops.abs(x) > k["x_limit"]) | (ops.abs(theta) > k["theta_limit"])

@@ -5,7 +5,7 @@ The rollout is a driver phase like the actor's and the critic's, so the driver's
 three in one graph: rl/native_envs.py steps the N environments in a graph-mode while loop, each
 step's row (observation, action, log-probability, value, reward, done, finished episode's return and
 length) is written in place into a non-trainable Parameter, GAE is computed from it in closed form
-(a handful of (T, T, N) kernels, not a loop), and the actor and critic steps (each its own Learner,
+(a handful of (T, T, N) kernels; a backward loop for long rollouts), and the actor and critic steps (each its own Learner,
 value_and_grad and optimizer, as on the host path) gather their minibatches from them by index. The host draws every random number (action
 noise, reset states, minibatch permutations) from the run's generator and passes them in, so the
 generator and the environments' carry (a Parameter, saved in every checkpoint) decide a run and
@@ -25,6 +25,12 @@ from loops.driver import Phase
 from rl.agent import InGraphEnvironments
 from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
+
+
+# GAE in closed form holds (T, T, N) intermediates: cheaper than the backward loop's ~25 kernel launches a
+# step up to about this many elements (`python bench/bench_gae.py`: 0.67 vs 3.97 ms at T 32 x N 8, 6.9 vs
+# 13.6 at 128 x 40, 9.7 vs 8.2 at 32 x 800), and its memory grows as T^2: above it the rollout runs the loop.
+CLOSED_FORM_MAX_ELEMENTS = 700_000
 
 
 def gae_discounts(steps, gamma_lam):
@@ -95,7 +101,9 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
         actor, critic, discrete, T, K = self.actor.net, self.critic.net, self.discrete, self.cfg.num_steps, self.seeds
         gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
         low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
-        discount = gae_discounts(T, gamma * lam)
+        rows_per_step = self.rows.param.shape[1]
+        closed_form = T * T * rows_per_step <= CLOSED_FORM_MAX_ELEMENTS
+        discount = gae_discounts(T, gamma * lam) if closed_form else None
 
         def one_step(t, carry, action_noise, reset_noise):
             obs = env.observe(carry[:, :d])
@@ -134,11 +142,26 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
             carry = ops.depend(carry, ops.assign(carry_param, carry))
             next_value = critic(env.observe(carry[:, :d])).reshape(-1)
             stored = rows.param
-            values = rows.column(stored, "values")
-            advantages = gae_in_closed_form(rows.column(stored, "rewards"), values, rows.column(stored, "dones"),
-                                            next_value, gamma, discount)
-            written = ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
-            # depend: the write is part of the output, so it is neither pruned nor ordered after the updates
+            if closed_form:
+                values = rows.column(stored, "values")
+                advantages = gae_in_closed_form(rows.column(stored, "rewards"), values, rows.column(stored, "dones"),
+                                                next_value, gamma, discount)
+                written = ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
+            else:  # long rollouts: GAE's backward recursion (rl/storage.py's gae), one step per iteration
+                written = ops.zeros_like(next_value)
+                t = Tensor(T - 1, ms.int32)
+                while t >= 0:
+                    now = stored[t]
+                    value = rows.column(now, "values")
+                    following = ops.where(t == T - 1, next_value,
+                                          rows.column(stored[ops.minimum(t + 1, T - 1)], "values"))
+                    nonterminal = 1.0 - rows.column(now, "dones")
+                    delta = rows.column(now, "rewards") + gamma * following * nonterminal - value
+                    written = delta + gamma * lam * nonterminal * written
+                    ops.scatter_update(targets.param, t.reshape(1),
+                                       ops.stack([written, written + value], 1).reshape(1, -1, 2))
+                    t = t - 1
+            # depend: the writes are part of the output, so they are neither pruned nor ordered after the updates
             return (ops.depend(ops.mean(rows.column(stored, "rewards")), written),)
         return rollout
 
