@@ -36,7 +36,7 @@ TARGET = 475.0
 
 def ours_env():
     """child_env() for a train_rl.py process, without the PYTHONPATH entries that hold torch: the project's
-    own environment, as a user runs it. With torch importable, tensorboardX imports it (~1 s of start-up
+    own environment, as a user runs it. With torch importable, tensorboardX imports it (~1.3 s of start-up
     on this machine, measured 2026-12-07: 2.8 s vs 1.45 s to import mindspore, gymnasium and tensorboardX),
     which timed our runs late by that much before 2026-12-07 night."""
     env = child_env()
