@@ -68,7 +68,8 @@ def main():
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     ms.set_context(mode=ms.GRAPH_MODE)
-    lines = ["| T x N | T x T x N | loop ms | closed form ms | loop / closed | max abs difference | rl/ppo_native.py runs |",
+    lines = ["| T x N | T x T x N | loop ms | closed form ms | loop / closed | max abs difference "
+             "| rl/ppo_native.py runs |",
              "|---|---|---|---|---|---|---|"]
     for size in args.sizes.split(","):
         T, N = (int(v) for v in size.split("x"))

@@ -184,7 +184,8 @@ def main():
     rows.append("| wall time per iteration, unprofiled | " + " | ".join(f"| {results[n]['wall_ms']:.2f}" for n in names) + " |")
     top = ["", "Largest ops per iteration (calls, ms):"] + [
         f"- {n}: " + "; ".join(f"{op} {c:.0f}x {t:.3f}" for op, c, t in summaries[n][1]) for n in names]
-    record.publish(f"One {'PPO' if args.model == 'ppo' else 'GAN'} iteration kernel by kernel ({args.model})", "\n".join(rows + top), args.record)
+    kind = "PPO" if args.model == "ppo" else "GAN"
+    record.publish(f"One {kind} iteration kernel by kernel ({args.model})", "\n".join(rows + top), args.record)
 
 
 if __name__ == "__main__":

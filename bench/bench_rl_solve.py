@@ -38,7 +38,7 @@ def ours_env():
     """child_env() for a train_rl.py process, without the PYTHONPATH entries that hold torch: the project's
     own environment, as a user runs it. With torch importable, tensorboardX imports it (~1.3 s of start-up
     on this machine, measured 2026-12-07: 2.8 s vs 1.45 s to import mindspore, gymnasium and tensorboardX),
-    which timed our runs late by that much before 2026-12-07 night."""
+    which added that much to our runs' start-up before 2026-12-07 night."""
     env = child_env()
     kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and not os.path.isdir(os.path.join(p, "torch"))]
     if kept:

@@ -5,12 +5,13 @@ The rollout is a driver phase like the actor's and the critic's, so the driver's
 three in one graph: rl/native_envs.py steps the N environments in a graph-mode while loop, each
 step's row (observation, action, log-probability, value, reward, done, finished episode's return and
 length) is written in place into a non-trainable Parameter, GAE is computed from it in closed form
-(a handful of (T, T, N) kernels; a backward loop for long rollouts), and the actor and critic steps (each its own Learner,
-value_and_grad and optimizer, as on the host path) gather their minibatches from them by index. The host draws every random number (action
-noise, reset states, minibatch permutations) from the run's generator and passes them in, so the
-generator and the environments' carry (a Parameter, saved in every checkpoint) decide a run and
-`--resume` continues it bit for bit. Finished episodes are read back from the rollout Parameters
-after the call (`harvest`) for CleanRL's tags and the end-of-run metrics.
+(a handful of (T, T, N) kernels; a backward loop for long rollouts), and the actor and critic steps
+(each its own Learner, value_and_grad and optimizer, as on the host path) gather their minibatches
+from them by index. The host draws every random number (action noise, reset states, minibatch
+permutations) from the run's generator and passes them in, so the generator and the environments'
+carry (a Parameter, saved in every checkpoint) decide a run and `--resume` continues it bit for bit.
+Finished episodes are read back from the rollout Parameters after the call (`harvest`) for CleanRL's
+tags and the end-of-run metrics.
 
 Same math as the host path (rl/ppo.py): a time limit bootstraps from the final observation through
 the reward, the per-minibatch advantage normalisation, the losses. Differences: the environments'
@@ -148,7 +149,7 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
                                                 next_value, gamma, discount)
                 written = ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
             else:  # long rollouts: GAE's backward recursion (rl/storage.py's gae), one step per iteration
-                written = ops.zeros_like(next_value)
+                last = ops.zeros_like(next_value)
                 t = Tensor(T - 1, ms.int32)
                 while t >= 0:
                     now = stored[t]
@@ -157,10 +158,11 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
                                           rows.column(stored[ops.minimum(t + 1, T - 1)], "values"))
                     nonterminal = 1.0 - rows.column(now, "dones")
                     delta = rows.column(now, "rewards") + gamma * following * nonterminal - value
-                    written = delta + gamma * lam * nonterminal * written
-                    ops.scatter_update(targets.param, t.reshape(1),
-                                       ops.stack([written, written + value], 1).reshape(1, -1, 2))
+                    last = delta + gamma * lam * nonterminal * last
+                    row = ops.stack([last, last + value], 1).reshape(1, -1, 2)
+                    ops.scatter_update(targets.param, t.reshape(1), row)
                     t = t - 1
+                written = last
             # depend: the writes are part of the output, so they are neither pruned nor ordered after the updates
             return (ops.depend(ops.mean(rows.column(stored, "rewards")), written),)
         return rollout
