@@ -1,6 +1,6 @@
 """Where the time of one GAN (or PPO) iteration goes, kernel by kernel: MindSpore's profiler vs PyTorch's.
 
-    python bench/bench_profile.py [--model ring8|dcgan|pix2pix|cyclegan|ppo] [--iters 300] [--record]
+    python bench/bench_profile.py [--model ring8|dcgan|pix2pix|cyclegan|ppo|fashion] [--iters 300] [--record]
 
 The iteration of bench/bench_gan.py (D step, G step, EMA; Adam), MindSpore in the multi-step
 engine (K=10) and the PyTorch eager twin, each in its own process, each timed first without a
@@ -15,6 +15,8 @@ kind of their own there. ppo: train_rl.py's PPO at its defaults on the in-graph 
 call per iteration: rollout, GAE and 20 epochs of actor and critic updates) against bench/bench_rl.py's
 CleanRL-style PyTorch twin (gymnasium's CartPole on the host, whose Python time is in its wall time
 but not in its kernels). Wall time minus kernel time, over the kernels, is the runtime's cost per kernel.
+fashion: train_gan.py's default run on the real Fashion-MNIST (needs /usr/share/datasets/fashion-mnist),
+ours only.
 """
 import argparse
 import csv
@@ -79,6 +81,30 @@ def ppo_iteration():
     return call
 
 
+def fashion_iteration():
+    """train_gan.py's default Fashion-MNIST run (the real data, /usr/share/datasets/fashion-mnist): its
+    multi-step engine, K iterations per call, as a function of nothing. Returns (call, K)."""
+    import train_gan
+    from data import SOURCES
+    from gan.trainer import GANTrainer, nets_for
+    from loops import distributed
+    from loops.config import parse_config
+    from loops.driver import MultiStep
+    from loops.run import Run
+    cfg = parse_config(train_gan.GANConfig, ["--dataset", "fashion-mnist", "--run-dir", tempfile.mkdtemp()], "")
+    run = Run(cfg, convolutions=True, recipe="gan.trainer")
+    source = SOURCES[cfg.dataset](distributed.with_global_batch(cfg))
+    run.open("train_gan", cfg.dataset, cfg.loss)
+    gan = GANTrainer(cfg, run, source, nets_for(cfg, source))
+    gan.ema.copy()
+    engine, step = MultiStep(gan.phases(), cfg.steps_per_call), [0]
+
+    def call():
+        engine.run(step[0])
+        step[0] += cfg.steps_per_call
+    return call, cfg.steps_per_call
+
+
 def mindspore_child(model, iters):
     import mindspore as ms
     from mindspore.profiler import Profiler, ProfilerActivity
@@ -89,6 +115,8 @@ def mindspore_child(model, iters):
     ms.set_context(mode=ms.GRAPH_MODE)
     if model == "ppo":
         call, per_call = ppo_iteration(), 1
+    elif model == "fashion":
+        call, per_call = fashion_iteration()
     elif model in TRANSLATION:
         from bench import bench_translate
         call, per_call = bench_translate.our_iteration(model)[0], 1
@@ -116,6 +144,9 @@ def mindspore_child(model, iters):
 
 
 def torch_child(model, iters):
+    if model == "fashion":  # no PyTorch twin of this recipe here (bench/bench_fashion_dcgan.py trains the tutorial's)
+        print("RESULT null")
+        return
     try:
         import torch
     except ImportError:
@@ -159,7 +190,7 @@ def run_child(framework, model, iters):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="ring8", choices=("ring8", "dcgan", "ppo") + TRANSLATION)
+    parser.add_argument("--model", default="ring8", choices=("ring8", "dcgan", "ppo", "fashion") + TRANSLATION)
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--child", choices=("mindspore", "torch"), help=argparse.SUPPRESS)
@@ -167,7 +198,8 @@ def main():
     if args.child:
         return (mindspore_child if args.child == "mindspore" else torch_child)(args.model, args.iters)
     ours = ("MindSpore (graph, one call per phase)" if args.model in TRANSLATION else
-            "MindSpore (graph, one call per iteration)" if args.model == "ppo" else "MindSpore (graph, K=10)")
+            "MindSpore (graph, one call per iteration)" if args.model == "ppo" else
+            "MindSpore (train_gan.py's engine)" if args.model == "fashion" else "MindSpore (graph, K=10)")
     results = {ours: run_child("mindspore", args.model, args.iters),
                "PyTorch eager": run_child("torch", args.model, args.iters)}
     results = {k: v for k, v in results.items() if v}
