@@ -1,9 +1,9 @@
 """GAE inside the graph: the closed form (rl/ppo_native.py: gae_in_closed_form) against the backward loop,
 each as one compiled call, for rollouts of T steps x N environment rows. Why: the closed form trades
-the loop's ~25 kernel launches a step for (T, T, N) arithmetic and memory; rl/ppo_native.py picks the
-closed form up to CLOSED_FORM_MAX_ELEMENTS (T x T x N) and the loop above it.
+the loop's ~10 kernel launches a step for (T, T, N) arithmetic and memory; rl/ppo_native.py picks the
+closed form up to CLOSED_FORM_MAX_ROWS (T x N) and the loop above it.
 
-    python bench/bench_gae.py [--sizes 32x8,32x800,128x4,128x400] [--calls 5] [--record]
+    python bench/bench_gae.py [--sizes 32x8,128x400] [--calls 5] [--record]
 """
 import argparse
 import os
@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 from mindspore import Parameter, Tensor, ops  # noqa: E402
 
 from bench import record  # noqa: E402
-from rl.ppo_native import CLOSED_FORM_MAX_ELEMENTS, gae_discounts, gae_in_closed_form  # noqa: E402
+from rl.ppo_native import CLOSED_FORM_MAX_ROWS, gae_discounts, gae_in_a_loop, gae_in_closed_form  # noqa: E402
 
 GAMMA, LAM = 0.99, 0.95
 
@@ -28,27 +28,19 @@ def time_both(T, N, calls):
     rng = np.random.default_rng(0)
     rows = np.stack([rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.random((T, N)) < 0.01], 2)
     stored = Parameter(Tensor(rows.astype(np.float32)), name="rows", requires_grad=False)
-    targets = Parameter(Tensor(np.zeros((T, N), np.float32)), name="targets", requires_grad=False)
+    targets = Parameter(Tensor(np.zeros((T, N, 2), np.float32)), name="targets", requires_grad=False)
     next_value = Tensor(rng.normal(size=N).astype(np.float32))
     discounts = gae_discounts(T, GAMMA * LAM)
+    rewards, values, dones = stored[..., 0], stored[..., 1], stored[..., 2]
 
     @ms.jit
-    def loop(next_value):  # the rollout's backward loop, as rl/ppo_native.py runs it for long rollouts
-        last = ops.zeros_like(next_value)
-        t = Tensor(T - 1, ms.int32)
-        while t >= 0:
-            now = stored[t]
-            following = ops.where(t == T - 1, next_value, stored[ops.minimum(t + 1, T - 1)][..., 1])
-            nonterminal = 1.0 - now[..., 2]
-            last = now[..., 0] + GAMMA * following * nonterminal - now[..., 1] + GAMMA * LAM * nonterminal * last
-            ops.scatter_update(targets, t.reshape(1), last.reshape(1, -1))
-            t = t - 1
-        return ops.depend(next_value, last)
+    def loop(next_value):
+        return gae_in_a_loop(rewards, values, dones, next_value, GAMMA, LAM, targets)
 
     @ms.jit
     def closed(next_value):
-        advantages = gae_in_closed_form(stored[..., 0], stored[..., 1], stored[..., 2], next_value, GAMMA, discounts)
-        return ops.depend(next_value, ops.assign(targets, advantages))
+        advantages = gae_in_closed_form(rewards, values, dones, next_value, GAMMA, discounts)
+        return ops.depend(next_value, ops.assign(targets, ops.stack([advantages, advantages + values], 2)))
 
     out, times = [], []
     for fn in (loop, closed):
@@ -63,7 +55,7 @@ def time_both(T, N, calls):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="32x8,32x800,128x4,128x400", help="TxN,TxN,...")
+    parser.add_argument("--sizes", default="32x8,32x80,32x400,32x800,128x4,128x40,128x400", help="TxN,TxN,...")
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
@@ -74,7 +66,7 @@ def main():
     for size in args.sizes.split(","):
         T, N = (int(v) for v in size.split("x"))
         loop_ms, closed_ms, diff = time_both(T, N, args.calls)
-        runs = "closed form" if T * T * N <= CLOSED_FORM_MAX_ELEMENTS else "loop"
+        runs = "closed form" if T * N <= CLOSED_FORM_MAX_ROWS else "loop"
         lines.append(f"| {T} x {N} | {T * T * N} | {loop_ms:.2f} | {closed_ms:.2f} | {loop_ms / closed_ms:.2f} | "
                      f"{diff:.1e} | {runs} |")
         print(lines[-1], flush=True)

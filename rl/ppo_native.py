@@ -28,10 +28,11 @@ from rl.native_envs import NATIVE_ENVS
 from rl.ppo import PPO, log_prob_and_entropy
 
 
-# GAE in closed form holds (T, T, N) intermediates: cheaper than the backward loop's ~25 kernel launches a
-# step up to about this many elements (`python bench/bench_gae.py`: 0.67 vs 3.97 ms at T 32 x N 8, 6.9 vs
-# 13.6 at 128 x 40, 9.7 vs 8.2 at 32 x 800), and its memory grows as T^2: above it the rollout runs the loop.
-CLOSED_FORM_MAX_ELEMENTS = 700_000
+# GAE in closed form costs (T, T, N) arithmetic and memory, the loop ~10 kernel launches per step T: the
+# closed form is the cheaper while a rollout has at most about this many rows T x N (`python
+# bench/bench_gae.py`, bench/RESULTS.md: 0.59 vs 3.55 ms at T 32 x N 8, 6.0 vs 11.9 at 128 x 40, but 4.2 vs
+# 3.7 at 32 x 400); above it the rollout runs the loop.
+CLOSED_FORM_MAX_ROWS = 8192
 
 
 def gae_discounts(steps, gamma_lam):
@@ -45,7 +46,7 @@ def gae_in_closed_form(rewards, values, dones, next_value, gamma, discounts):
     """rl/storage.py's gae (advantages only), (T, N) Tensors, without its backward loop: the recursion
     A_t = delta_t + gamma lam (1 - done_t) A_{t+1} unrolled is A_t = the sum over l >= t of
     (gamma lam)^(l - t) delta_l while no episode ends in [t, l - 1]. Episodes are told apart by the
-    number of dones before each step. A few (T, T, N) kernels where the loop costs ~25 a step, and
+    number of dones before each step. A few (T, T, N) kernels where the loop costs ~10 a step, and
     kernel launches are what an iteration costs on CPU. `discounts`: gae_discounts(T, gamma * lam)."""
     T = rewards.shape[0]
     following = ops.concat([values[1:], next_value.reshape(1, -1)], 0)  # V(s_{t+1})
@@ -53,6 +54,23 @@ def gae_in_closed_form(rewards, values, dones, next_value, gamma, discounts):
     ended_before = ops.cumsum(dones, 0) - dones
     same_episode = (ended_before.reshape(1, T, -1) == ended_before.reshape(T, 1, -1)).astype(delta.dtype)
     return ops.sum(discounts * same_episode * delta.reshape(1, T, -1), 1)
+
+
+def gae_in_a_loop(rewards, values, dones, next_value, gamma, lam, out):
+    """rl/storage.py's backward recursion in a graph-mode while loop, one step per iteration, for rollouts
+    too long for the closed form: writes [A_t, A_t + V_t] into row t of `out`, a (T, N, 2) Parameter.
+    Returns A_0 (an output that orders the writes)."""
+    T = rewards.shape[0]
+    last = ops.zeros_like(next_value)
+    t = Tensor(T - 1, ms.int32)
+    while t >= 0:
+        following = ops.where(t == T - 1, next_value, values[ops.minimum(t + 1, T - 1)])
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * nonterminal - values[t]
+        last = delta + gamma * lam * nonterminal * last
+        ops.scatter_update(out, t.reshape(1), ops.stack([last, last + values[t]], 1).reshape(1, -1, 2))
+        t = t - 1
+    return last
 
 
 class Rows:
@@ -103,7 +121,7 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
         gamma, lam, d = self.cfg.gamma, self.cfg.gae_lambda, env.state_dim
         low, high = (None, None) if discrete else (Tensor(self.bounds[0]), Tensor(self.bounds[1]))
         rows_per_step = self.rows.param.shape[1]
-        closed_form = T * T * rows_per_step <= CLOSED_FORM_MAX_ELEMENTS
+        closed_form = T * rows_per_step <= CLOSED_FORM_MAX_ROWS
         discount = gae_discounts(T, gamma * lam) if closed_form else None
 
         def one_step(t, carry, action_noise, reset_noise):
@@ -143,28 +161,14 @@ class NativePPO(InGraphEnvironments, PPO):  # with seeds > 1 (rl/ppo_seeds.py) t
             carry = ops.depend(carry, ops.assign(carry_param, carry))
             next_value = critic(env.observe(carry[:, :d])).reshape(-1)
             stored = rows.param
+            rewards, values, dones = (rows.column(stored, c) for c in ("rewards", "values", "dones"))
             if closed_form:
-                values = rows.column(stored, "values")
-                advantages = gae_in_closed_form(rows.column(stored, "rewards"), values, rows.column(stored, "dones"),
-                                                next_value, gamma, discount)
+                advantages = gae_in_closed_form(rewards, values, dones, next_value, gamma, discount)
                 written = ops.assign(targets.param, ops.stack([advantages, advantages + values], 2))
-            else:  # long rollouts: GAE's backward recursion (rl/storage.py's gae), one step per iteration
-                last = ops.zeros_like(next_value)
-                t = Tensor(T - 1, ms.int32)
-                while t >= 0:
-                    now = stored[t]
-                    value = rows.column(now, "values")
-                    following = ops.where(t == T - 1, next_value,
-                                          rows.column(stored[ops.minimum(t + 1, T - 1)], "values"))
-                    nonterminal = 1.0 - rows.column(now, "dones")
-                    delta = rows.column(now, "rewards") + gamma * following * nonterminal - value
-                    last = delta + gamma * lam * nonterminal * last
-                    row = ops.stack([last, last + value], 1).reshape(1, -1, 2)
-                    ops.scatter_update(targets.param, t.reshape(1), row)
-                    t = t - 1
-                written = last
+            else:
+                written = gae_in_a_loop(rewards, values, dones, next_value, gamma, lam, targets.param)
             # depend: the writes are part of the output, so they are neither pruned nor ordered after the updates
-            return (ops.depend(ops.mean(rows.column(stored, "rewards")), written),)
+            return (ops.depend(ops.mean(rewards), written),)
         return rollout
 
     def gather(self, name, idx):

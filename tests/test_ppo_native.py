@@ -25,7 +25,7 @@ def weights(agent):
 def test_one_call_iteration_equals_the_host_path_on_the_same_rollout(graph_mode, tmp_path, monkeypatch, env_id,
                                                                     elapsed, gae_loop):
     if gae_loop:  # GAE's backward loop, which long rollouts run, instead of its closed form
-        monkeypatch.setattr(ppo_native, "CLOSED_FORM_MAX_ELEMENTS", 0)
+        monkeypatch.setattr(ppo_native, "CLOSED_FORM_MAX_ROWS", 0)
     native, run = tiny_agent(tmp_path / "native", "--env", env_id, "--env-backend", "mindspore", *ARGS)
     host, host_run = tiny_agent(tmp_path / "host", "--env", env_id, *ARGS)
     assert type(native).__name__ == "NativePPO" and type(host).__name__ == "PPO"
