@@ -69,14 +69,13 @@ class NativeEnv:
         elapsed = tail[:, 0]
         truncated = elapsed >= self.max_steps
         done = ops.logical_or(terminated, truncated)
-        out = {"obs": None, "reward": reward, "terminated": terminated, "truncated": truncated,
-               "final_obs": self.observe(states), "episode_return": tail[:, 1],
-               "episode_length": elapsed.astype(ms.int32)}
         # an environment that ended starts its next episode from the noise, with elapsed and return 0
         fresh = ops.concat([noise.astype(self.dtype), ops.zeros_like(tail)], 1)
-        carry = ops.where(done.reshape(-1, 1), fresh, ops.concat([states, tail], 1))
-        out["obs"] = self.observe(carry[:, :d])
-        return carry, out
+        next_carry = ops.where(done.reshape(-1, 1), fresh, ops.concat([states, tail], 1))
+        out = {"obs": self.observe(next_carry[:, :d]), "reward": reward, "terminated": terminated,
+               "truncated": truncated, "final_obs": self.observe(states), "episode_return": tail[:, 1],
+               "episode_length": elapsed.astype(ms.int32)}
+        return next_carry, out
 
     def observe(self, states):
         return states.astype(ms.float32)

@@ -18,6 +18,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.common.initializer import Orthogonal
 
+from loops import transforms
 from loops.config import check_seed, opt
 from loops.driver import Phase
 from loops.learner import Learner, all_state, settings
@@ -87,11 +88,11 @@ class Config(algorithm_config("ppo", MODELS, env="CartPole-v1", num_envs=8, tota
             self.check(self.env_backend == "mindspore", f"--num-seeds {self.num_seeds} trains the seeds in one compiled "
                                                         "call: it needs --env-backend mindspore")
             check_seed(self.seed + self.num_seeds - 1, "--seed + --num-seeds - 1")
-            # transforms that read all seeds' gradients at once would couple the seeds: one veto of every
-            # seed's update for one seed's NaN, one loss scale (clip by value, noise: per element; clip by
-            # norm: each seed's own norm, loops/transforms.py)
+            # transforms that read all seeds' gradients at once would couple the seeds (loops/transforms.py
+            # couples_members: one veto of every seed's update for one seed's NaN, one loss scale); the Learners
+            # would refuse them too, this names the flags before anything is built
             coupled = []
-            for flag in ("skip_nonfinite", "loss_scale"):
+            for flag in (t.flag for t in transforms.TRANSFORMS if t.couples_members):
                 models = [m for m in self.MODELS if settings(self, m)[flag] not in (0, False, "none", "", None)]
                 if models:
                     coupled.append(f"--{flag.replace('_', '-')} ({', '.join(models)})")

@@ -187,7 +187,7 @@ def test_continuous_actions_train(tmp_path):
      "--num-seeds 2 trains the seeds in one compiled call: it needs --env-backend mindspore"),
     (["--num-seeds", "2", "--env-backend", "mindspore", "--loss-scale-critic", "static", "--skip-nonfinite"],
      "--num-seeds 2 does not take gradient transforms that see all seeds' gradients at once (one skip, "
-     "one loss scale for all): drop --skip-nonfinite (actor, critic), --loss-scale (critic)"),
+     "one loss scale for all): drop --loss-scale (critic), --skip-nonfinite (actor, critic)"),
     (["--num-seeds", "2", "--env-backend", "mindspore", "--seed", "4294967295"],
      "--seed + --num-seeds - 1 must be in [0, 4294967295], got 4294967296"),
     (["--num-seeds", "0", "--env-backend", "mindspore"], "--num-seeds must be > 0, got 0"),
