@@ -1,0 +1,39 @@
+"""python -m tools.ema_probe: extra EMA decays scored beside a run, without changing the run."""
+import json
+import subprocess
+import sys
+
+import loops
+from conftest import ROOT, error_lines, run_script
+
+FLAGS = ("--dataset", "digits", "--steps", "40", "--eval-samples", "500", "--seed", "3")
+
+
+def probe(*args):
+    return subprocess.run([sys.executable, "-m", "tools.ema_probe", *map(str, args)], cwd=ROOT,
+                          env=loops.child_env(GLOG_v="3"), capture_output=True, text=True, timeout=600)
+
+
+def test_probes_score_other_decays_and_leave_the_run_as_train_gan_makes_it(tmp_path):
+    proc = probe("--decays", "0.99,0.5", "--", *FLAGS, "--run-dir", tmp_path / "probed")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scores = json.loads((tmp_path / "probed" / "ema_probe.json").read_text())
+    own, probes = scores["run"], scores["probes"]
+    assert own["ema"] == 0.99 and set(probes) == {"0.99", "0.5"}
+    # the probe at the run's own decay follows G exactly as the run's G_ema does
+    assert {k: probes["0.99"][k] for k in ("fid", "precision", "recall")} == \
+           {k: own[k] for k in ("fid", "precision", "recall")}
+    assert probes["0.5"]["fid"] != own["fid"]  # another decay is another average
+    # training is the plain run's: the same flags through train_gan.py give the same scores
+    run_script("train_gan.py", *FLAGS, "--run-dir", tmp_path / "plain")
+    plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())
+    probed = json.loads((tmp_path / "probed" / "metrics.json").read_text())
+    assert plain["fid"] == probed["fid"] == own["fid"]
+
+
+def test_bad_probe_input_is_one_error_line(tmp_path):
+    for args in (("--decays", "1.5", "--", *FLAGS), ("--decays", "x", "--", *FLAGS), ("--decays", "0.9"),
+                 ("--decays", "0.9", "--", *FLAGS, "--resume")):
+        proc = probe(*args, "--run-dir", tmp_path / "r") if "--" in args else probe(*args)
+        assert proc.returncode == 2 and len(error_lines(proc)) == 1, (args, proc.stderr)
+        assert not (tmp_path / "r").exists()
