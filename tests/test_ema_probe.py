@@ -37,3 +37,27 @@ def test_bad_probe_input_is_one_error_line(tmp_path):
         proc = probe(*args, "--run-dir", tmp_path / "r") if "--" in args else probe(*args)
         assert proc.returncode == 2 and len(error_lines(proc)) == 1, (args, proc.stderr)
         assert not (tmp_path / "r").exists()
+
+
+def test_table_counts_the_runs_meeting_every_goal_per_decay(tmp_path):
+    from tools.ema_probe import table
+    from tools.sweep import parse_goal
+    runs = []
+    for seed, (own, probe_) in enumerate((((0.60, 0.75), (0.70, 0.65)), ((0.54, 0.80), (0.58, 0.72)),
+                                          ((0.58, 0.69), (0.62, 0.71)))):
+        scores = {"run": {"ema": 0.99, "pixel_precision": own[0], "pixel_recall": own[1]},
+                  "probes": {"0.999": {"pixel_precision": probe_[0], "pixel_recall": probe_[1]}}}
+        run_dir = tmp_path / f"s{seed}"
+        run_dir.mkdir()
+        (run_dir / "ema_probe.json").write_text(json.dumps(scores))
+        runs.append(str(run_dir))
+    text = table(runs, [parse_goal("pixel_precision>=0.55"), parse_goal("pixel_recall>=0.7")])
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines()[2:]}
+    assert set(rows) == {"0.99", "0.999"}
+    assert rows["0.99"].endswith("| 1 of 3 |") and rows["0.999"].endswith("| 2 of 3 |")
+    assert "0.573 +- 0.031 (0.540, 0.600); pixel_precision>=0.55: 2" in rows["0.99"]
+
+
+def test_table_without_probed_runs_is_one_error_line(tmp_path):
+    proc = probe("--table", tmp_path)
+    assert proc.returncode == 2 and len(error_lines(proc)) == 1 and "ema_probe.json" in proc.stderr
