@@ -11,8 +11,10 @@ defaults' passes that take at least 1% of the compile. Switches alternate within
 uncounted warm-up process.
 """
 import argparse
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,13 +51,21 @@ run_cli(train_rl.main, sys.argv[1:])
 def run_child(settings, flags):
     """(first call seconds or None, eval return or None, {pass: seconds} of the first compile's profile)."""
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([sys.executable, "-c", CHILD.format(root=ROOT), settings, "--total-steps", "2560",
-                               "--run-dir", os.path.join(tmp, "run"), "--no-progress", *flags],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    took = re.search(r"the first step took ([\d.]+) s", out)
-    ret = re.search(r'"eval_return_mean": ([-\d.]+)', out)
-    return (float(took.group(1)) if took else None, float(ret.group(1)) if ret else None, passes(out))
+        run_dir = os.path.join(tmp, "run")
+        try:  # the fixed flags last: they win over the same flags in FLAGS
+            proc = subprocess.run([sys.executable, "-c", CHILD.format(root=ROOT), settings, *flags, "--total-steps",
+                                   "2560", "--run-dir", run_dir, "--no-progress"],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return None, None, {}
+        out = proc.stdout + proc.stderr
+        took = re.search(r"the first step took ([\d.]+) s", out)
+        try:
+            with open(os.path.join(run_dir, "metrics.json")) as f:
+                ret = json.load(f).get("eval_return_mean")
+        except (OSError, ValueError):
+            ret = None
+    return (float(took.group(1)) if took and proc.returncode == 0 else None, ret, passes(out))
 
 
 def passes(out):
@@ -75,7 +85,7 @@ def passes(out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, choices=range(1, 101), metavar="1..100")
     parser.add_argument("--record", action="store_true")
     parser.add_argument("flags", nargs="*", help="train_rl.py flags after --")
     args = parser.parse_args()
@@ -92,7 +102,8 @@ def main():
     rows = ["| compile switch | first call s (median (each)) | eval return |", "|---|---|---|"]
     for name, runs in results.items():
         times = [t for t, _ in runs if t is not None]
-        cell = record.median_cell(times) if len(times) == len(runs) else "compile failed"
+        cell = (f"{statistics.median(times):.1f} ({', '.join(f'{t:.1f}' for t in times)})"
+                if len(times) == len(runs) else "compile failed")
         rows.append(f"| {name} | {cell} | {', '.join(str(r) for _, r in runs)} |")
     total = sum(profile.values()) or 1.0
     rows += ["", f"Compile passes of the defaults' training graph ({total:.2f} s in all; at least 1% shown):", "",

@@ -58,6 +58,14 @@ def test_table_counts_the_runs_meeting_every_goal_per_decay(tmp_path):
     assert "0.573 +- 0.031 (0.540, 0.600); pixel_precision>=0.55: 2" in rows["0.99"]
 
 
-def test_table_without_probed_runs_is_one_error_line(tmp_path):
-    proc = probe("--table", tmp_path)
-    assert proc.returncode == 2 and len(error_lines(proc)) == 1 and "ema_probe.json" in proc.stderr
+def test_bad_table_input_is_one_error_line(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    (good / "ema_probe.json").write_text(json.dumps({"run": {"ema": 0.99, "fid": 9.0}, "probes": {"0.999": {"fid": 8.0}}}))
+    (bad / "ema_probe.json").write_text('{"run": {"ema": 0.99')  # cut short
+    for args in ((tmp_path,), (good, bad), (good, good), (good, "--goal", "fdi<=10"), (good, "--goal"), (good, "--bogus")):
+        proc = probe("--table", *args)
+        assert proc.returncode == 2 and len(error_lines(proc)) == 1, (args, proc.stderr)
+    proc = probe("--table", good, "--goal", "fid<=8.5")
+    assert proc.returncode == 0 and "| 0.999 | 1 |" in proc.stdout and proc.stdout.count("1 of 1") == 1
