@@ -7,8 +7,9 @@ The EMA copy of G never feeds back into training (D and G learn from the same dr
 decay), so one run can carry extra averages beside its own: each follows G at its own decay in the
 same compiled loop, and after training each is scored by the run's evaluator at the same evaluation
 latents as the run's own G_ema. RUN/ema_probe.json holds {"run": the run's own scores and --ema,
-"probes": {decay: scores}}; the run's checkpoint, metrics.json and samples are those of train_gan.py with the
-same flags. The probes are not checkpointed: a probed run cannot be resumed.
+"probes": {decay: scores}}; the run's checkpoint, samples and scores are those of train_gan.py with the
+same flags (metrics.json adds the probes' ema_probe<i>_decay tags). The probes are not checkpointed: a
+probed run cannot be resumed, and it is one process (no --distributed).
 `--table RUN...` summarises probed runs (one per seed) per decay, as tools/sweep.py summarises seeds:
 mean +- std (min, max) of a few metrics, how many runs meet each --goal and how many meet all of them.
 """
