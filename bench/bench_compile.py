@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,8 +101,7 @@ def main():
     rows = ["| compile switch | first call s (median (each)) | eval return |", "|---|---|---|"]
     for name, runs in results.items():
         times = [t for t, _ in runs if t is not None]
-        cell = (f"{statistics.median(times):.1f} ({', '.join(f'{t:.1f}' for t in times)})"
-                if len(times) == len(runs) else "compile failed")
+        cell = record.median_cell(times, digits=1) if len(times) == len(runs) else "compile failed"
         rows.append(f"| {name} | {cell} | {', '.join(str(r) for _, r in runs)} |")
     total = sum(profile.values()) or 1.0
     rows += ["", f"Compile passes of the defaults' training graph ({total:.2f} s in all; at least 1% shown):", "",

@@ -13,9 +13,9 @@ def append(title, command, table):
         f.write(f"\n## {title} ({datetime.date.today()}, {os.cpu_count()} cores)\n`{command}`\n\n{table}\n")
 
 
-def median_cell(values):
-    """'median (v1, v2, ...)', two decimals: a benchmark cell that shows its spread."""
-    return f"{statistics.median(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
+def median_cell(values, digits=2):
+    """'median (v1, v2, ...)', two decimals (or `digits`): a benchmark cell that shows its spread."""
+    return f"{statistics.median(values):.{digits}f} ({', '.join(f'{v:.{digits}f}' for v in values)})"
 
 
 def publish(title, table, save):

@@ -76,14 +76,13 @@ def install(decays):
     def scored(self):
         from loops import rundir
         results = final_results(self)  # the final checkpoint is already written
-        numbers = lambda metrics: {k: v for k, v in metrics.items() if isinstance(v, (int, float))}  # noqa: E731
-        scores = {"run": {"ema": self.cfg.ema, **numbers(results)}, "probes": {}}
+        scores = {"run": {"ema": self.cfg.ema, **numeric_metrics(results)}, "probes": {}}
         self.save_g_ema.copy()
         try:
             for decay, _, into_g_ema in self.probes:
                 into_g_ema.copy()
                 metrics = self.eval_hook.evaluator(*self.eval_samples())
-                scores["probes"][str(decay)] = numbers(metrics)
+                scores["probes"][str(decay)] = numeric_metrics(metrics)
         finally:  # the run's own G_ema again (its digest, anything that samples it after this)
             self.restore_g_ema.copy()
         rundir.write_json(os.path.join(self.cfg.run_dir, "ema_probe.json"), scores)  # atomic; WriteFailure: exit 4
